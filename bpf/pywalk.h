@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The walk from a Python thread to its frames, written once and compiled into every
+ * reader (the BPF sampler and the userspace readers). The includer defines, before
+ * including this file:
+ *   static int pw_read(void *dst, __u32 len, __u64 addr);   0 on success
+ *   PW_INLINE                                              inline attribute
+ *   PW_LOAD(type, buf, off)                                 load a type at buf + off
+ *   PW_LOOP(max, fn, ctx)     call long fn(__u32 i, void *ctx) up to max times, until
+ *                             it returns nonzero (bpf_loop in BPF, a for loop elsewhere)
+ */
+#ifndef ASYNCBPF_PYWALK_H
+#define ASYNCBPF_PYWALK_H
+
+#include "asyncbpf.h"
+
+#define PW_READ_MAX 128 /* bytes read per frame and per code object */
+#define PW_OFF(off) ((off) & (PW_READ_MAX - 1))
+/* Shim frames (3.12+) cost a loop step without a record; allow some per stack. */
+#define PW_MAX_STEPS (MAX_FRAMES + 64)
+
+struct pw_scratch {
+	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
+	__u8 frame[2 * PW_READ_MAX];
+	__u8 code[2 * PW_READ_MAX];
+};
+
+static PW_INLINE __u32 pw_code_fingerprint(__u32 firstlineno, __u64 filename, __u64 name)
+{
+	__u64 h = (filename >> 4) * 0x9E3779B97F4A7C15ULL;
+
+	h ^= (name >> 4) * 0xC2B2AE3D27D4EB4FULL;
+	h ^= firstlineno;
+	h ^= h >> 32;
+	return (__u32)h ? (__u32)h : 1;
+}
+
+struct pw_find {
+	const struct py_proc *p;
+	__u64 thread_id, native_id;
+	__u64 interp, ts, found;
+};
+
+static long pw_find_step(__u32 i, void *ctx)
+{
+	struct pw_find *f = ctx;
+	const struct py_layout *l = &f->p->layout;
+	__u64 v;
+
+	(void)i;
+	if (!f->ts) {
+		if (pw_read(&f->interp, 8, f->interp + l->interp_next) || !f->interp)
+			return 1;
+		return pw_read(&f->ts, 8, f->interp + l->interp_tstate_head) ? 1 : 0;
+	}
+	if (f->thread_id && !pw_read(&v, 8, f->ts + l->tstate_thread_id) && v == f->thread_id) {
+		f->found = f->ts;
+		return 1;
+	}
+	if (f->native_id && l->tstate_native_id &&
+	    !pw_read(&v, 8, f->ts + l->tstate_native_id) && v == f->native_id) {
+		f->found = f->ts;
+		return 1;
+	}
+	return pw_read(&f->ts, 8, f->ts + l->tstate_next) ? 1 : 0;
+}
+
+/* Finds the thread state whose owner is the given thread: thread_id is its pthread_self()
+ * (on x86-64 glibc and musl, the thread pointer), native_id its kernel tid as the
+ * process sees it (3.11+ only). Zero means "do not match on this". Walks every
+ * interpreter's list, at most MAX_THREADS steps in all. */
+static PW_INLINE __u64 pw_find_tstate(const struct py_proc *p, __u64 thread_id, __u64 native_id)
+{
+	struct pw_find f = { .p = p, .thread_id = thread_id, .native_id = native_id };
+
+	if (pw_read(&f.interp, 8, p->runtime + p->layout.runtime_interp_head) || !f.interp)
+		return 0;
+	if (pw_read(&f.ts, 8, f.interp + p->layout.interp_tstate_head))
+		return 0;
+	PW_LOOP(MAX_THREADS, pw_find_step, &f);
+	return f.found;
+}
+
+/* Does ts still belong to the thread (a cached pointer may be stale)? */
+static PW_INLINE int pw_tstate_owned_by(const struct py_proc *p, __u64 ts, __u64 thread_id)
+{
+	__u64 v;
+
+	return !pw_read(&v, 8, ts + p->layout.tstate_thread_id) && v == thread_id;
+}
+
+/* Innermost frame of a thread state, 0 if none; -1 on a failed read. */
+static PW_INLINE int pw_current_frame(const struct py_layout *l, __u64 ts, __u64 *frame)
+{
+	__u64 f = 0;
+
+	if (pw_read(&f, 8, ts + l->tstate_frame))
+		return -1;
+	if (l->frame_kind == PY_FRAMES_CFRAME && f && pw_read(&f, 8, f + l->cframe_current))
+		return -1;
+	*frame = f;
+	return 0;
+}
+
+/* Fingerprint of a code object, FP_INVALID if unreadable or not a code object. */
+static PW_INLINE __u32 pw_code_fp(const struct py_proc *p, __u64 code, struct pw_scratch *s)
+{
+	const struct py_layout *l = &p->layout;
+	__u64 base = l->object_type;
+
+	if (pw_read(s->code, PW_READ_MAX, code + base))
+		return FP_INVALID;
+	if (p->code_type && PW_LOAD(__u64, s->code, 0) != p->code_type)
+		return FP_INVALID;
+	return pw_code_fingerprint(PW_LOAD(__u32, s->code, PW_OFF(l->code_firstlineno - base)),
+				   PW_LOAD(__u64, s->code, PW_OFF(l->code_filename - base)),
+				   PW_LOAD(__u64, s->code, PW_OFF(l->code_name - base)));
+}
+
+static PW_INLINE __s32 pw_instr(const struct py_layout *l, const __u8 *frame, __u64 code)
+{
+	__s64 off;
+
+	switch (l->lasti_kind) {
+	case PY_LASTI_BYTES:
+		off = PW_LOAD(__s32, frame, PW_OFF(l->frame_lasti));
+		break;
+	case PY_LASTI_UNITS:
+		off = (__s64)PW_LOAD(__s32, frame, PW_OFF(l->frame_lasti)) * 2;
+		break;
+	default:
+		off = (__s64)(PW_LOAD(__u64, frame, PW_OFF(l->frame_lasti)) - (code + l->code_code));
+		break;
+	}
+	/* Before the first instruction (3.11+: prev_instr one unit before the code). */
+	if (off < 0 || off > 0x7fffffff)
+		return -1;
+	return (__s32)off;
+}
+
+struct pw_walk {
+	const struct py_proc *p;
+	struct frame_rec *out; /* MAX_FRAMES entries */
+	struct pw_scratch *s;
+	__u64 frame;
+	__u32 n, flags;
+};
+
+static long pw_walk_step(__u32 i, void *ctx)
+{
+	struct pw_walk *w = ctx;
+	const struct py_layout *l = &w->p->layout;
+	struct pw_scratch *s = w->s;
+	__u32 len = l->frame_read, n = w->n;
+	__u64 code;
+
+	(void)i;
+	if (!w->frame || n >= MAX_FRAMES)
+		return 1;
+	if (len > PW_READ_MAX)
+		len = PW_READ_MAX;
+	if (pw_read(s->frame, len, w->frame)) {
+		w->flags |= SAMPLE_READ_ERR;
+		w->frame = 0;
+		return 1;
+	}
+	code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code));
+	w->frame = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_back));
+	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] == l->owner_cstack)
+		return 0;
+	w->out[n].code = code;
+	w->out[n].instr = pw_instr(l, s->frame, code);
+	w->out[n].fp = pw_code_fp(w->p, code, s);
+	w->n = n + 1;
+	return 0;
+}
+
+/* Walks outward from frame, innermost first, into out[0..MAX_FRAMES). Returns the number
+ * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. */
+static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame,
+				      struct frame_rec *out, struct pw_scratch *s, __u32 *flags)
+{
+	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame };
+
+	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
+	if (w.frame)
+		w.flags |= SAMPLE_TRUNCATED;
+	*flags |= w.flags;
+	return w.n;
+}
+
+#endif

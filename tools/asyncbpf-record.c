@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* asyncbpf-record: sample Python processes from BPF and write their stacks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "discover.h"
+#include "procfs.h"
+#include "record.h"
+#include "sampler.h"
+#include "writers.h"
+
+#define EXIT_USAGE 1
+#define EXIT_ENV 2
+#define EXIT_TARGET 3
+
+#define MAX_PIDS 1024
+#define SCAN_INTERVAL_MS 1000
+
+static const char usage[] =
+	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
+	"                       [--format collapsed] [--stats] [-v]\n"
+	"\n"
+	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
+	"\n"
+	"  -a, --all              all Python processes, including ones started later (default)\n"
+	"  -p, --pid PID[,PID]    only these processes\n"
+	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
+	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
+	"  -o, --output FILE      write here instead of stdout\n"
+	"      --format FORMAT    collapsed (default)\n"
+	"      --stats            print sampling statistics on stderr at the end\n"
+	"  -v, --verbose          libbpf and verifier messages\n"
+	"\n"
+	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
+	"BPF rejected), 3 a -p process cannot be profiled.\n";
+
+struct opts {
+	pid_t pids[MAX_PIDS];
+	int npids;
+	unsigned int freq;
+	double duration; /* 0: until a signal */
+	const char *output;
+	enum out_format format;
+	bool stats, verbose;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("asyncbpf-record: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int parse_pids(struct opts *o, const char *arg)
+{
+	const char *p = arg;
+
+	while (*p) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > INT_MAX || (*end && *end != ',')) {
+			err("invalid pid list '%s'", arg);
+			return -1;
+		}
+		if (o->npids == MAX_PIDS) {
+			err("too many pids (at most %d)", MAX_PIDS);
+			return -1;
+		}
+		o->pids[o->npids++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	}
+	if (!o->npids) {
+		err("invalid pid list '%s'", arg);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "all", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	bool all = false;
+	char *end;
+	int c;
+
+	o->freq = 99;
+	o->format = OUT_COLLAPSED;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":ap:F:d:o:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			all = true;
+			break;
+		case 'p':
+			if (parse_pids(o, optarg))
+				return -1;
+			break;
+		case 'F': {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || errno || v < 1 || v > 10000) {
+				err("invalid frequency '%s' (1 to 10000 Hz)", optarg);
+				return -1;
+			}
+			o->freq = v;
+			break;
+		}
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &end);
+			if (*end || end == optarg || errno || !(o->duration > 0) ||
+			    o->duration > 31536000) {
+				err("invalid duration '%s' (seconds, more than 0)", optarg);
+				return -1;
+			}
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case 'f':
+			if (writer_format(optarg, &o->format)) {
+				err("unknown format '%s' (known: %s)", optarg, writer_formats());
+				return -1;
+			}
+			break;
+		case 's':
+			o->stats = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		case ':':
+			err("option '%s' needs a value", argv[optind - 1]);
+			return -1;
+		default:
+			err("unknown option '%s' (see --help)", argv[optind - 1]);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		err("unexpected argument '%s' (see --help)", argv[optind]);
+		return -1;
+	}
+	if (all && o->npids) {
+		err("-a and -p exclude each other");
+		return -1;
+	}
+	return 0;
+}
+
+struct app {
+	struct opts *o;
+	struct record rec;
+	struct sampler *sampler;
+	int exit_code;
+};
+
+static void on_sample(void *ctx, const struct py_sample *s, size_t size)
+{
+	struct app *a = ctx;
+
+	(void)size;
+	record_sample(&a->rec, s);
+}
+
+static void track(struct app *a, const struct py_target *t)
+{
+	if (!record_add_target(&a->rec, t)) {
+		err("pid %d: out of memory", t->pid);
+		return;
+	}
+	if (sampler_add_proc(a->sampler, t->pid, &t->proc)) {
+		err("pid %d: cannot add it to the BPF map", t->pid);
+		record_del_target(&a->rec, t->pid);
+		return;
+	}
+	if (a->o->verbose)
+		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
+			t->comm, t->version_str, t->binary);
+}
+
+static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
+		     const char *why)
+{
+	struct app *a = ctx;
+
+	(void)pid;
+	if (st == PYPROC_OK)
+		track(a, t);
+	else
+		err("warning: %s; skipped", why);
+}
+
+/* Stops tracking processes that have exited (or whose pid now names another process). */
+static void reap(struct app *a, bool explicit_pids)
+{
+	for (size_t i = 0; i < a->rec.ntargets;) {
+		struct target *tg = &a->rec.targets[i];
+		unsigned long long start;
+		pid_t pid = tg->t.pid;
+
+		if (!proc_start_time(pid, &start) && start == tg->t.start_time) {
+			i++;
+			continue;
+		}
+		if (explicit_pids)
+			err("pid %d exited during the recording", pid);
+		sampler_del_proc(a->sampler, pid);
+		record_del_target(&a->rec, pid);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int check_pids(struct opts *o, struct py_target *targets)
+{
+	int bad = 0;
+
+	for (int i = 0; i < o->npids; i++) {
+		char why[512];
+
+		if (pyproc_inspect(o->pids[i], &targets[i], why, sizeof(why)) != PYPROC_OK) {
+			err("%s", why);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+static void print_stats(struct app *a, double elapsed)
+{
+	struct sampler_stats st;
+
+	if (sampler_read_stats(a->sampler, &st)) {
+		err("cannot read statistics");
+		return;
+	}
+	fprintf(stderr, "duration: %.1f s\n", elapsed);
+	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
+	fprintf(stderr, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
+	fprintf(stderr, "recorded samples: %llu\n",
+		(unsigned long long)profile_total(a->rec.prof));
+	fprintf(stderr, "no thread state: %llu\n", (unsigned long long)st.stat[STAT_NO_TSTATE]);
+	fprintf(stderr, "truncated: %llu\n", (unsigned long long)st.stat[STAT_TRUNCATED]);
+	fprintf(stderr, "read errors: %llu\n", (unsigned long long)st.stat[STAT_READ_ERR]);
+	fprintf(stderr, "lost: %llu\n", (unsigned long long)(st.stat[STAT_LOST] + st.bad_records));
+	fprintf(stderr, "thread-state lookups: %llu\n",
+		(unsigned long long)st.stat[STAT_TSTATE_LOOKUP]);
+	if (st.run_cnt)
+		fprintf(stderr, "bpf run time per sample: %llu ns (%llu runs)\n",
+			(unsigned long long)(st.run_ns / st.run_cnt),
+			(unsigned long long)st.run_cnt);
+	else
+		fprintf(stderr, "bpf run time per sample: unavailable\n");
+	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
+	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+}
+
+int main(int argc, char **argv)
+{
+	static struct py_target targets[MAX_PIDS];
+	struct opts o = {};
+	struct app a = { .o = &o };
+	struct sampler_opts so = {};
+	struct discover *disc = NULL;
+	double start, next_scan;
+	char why[512];
+	enum sampler_err se;
+	int rc;
+
+	if (parse_args(argc, argv, &o))
+		return EXIT_USAGE;
+	if (o.npids && check_pids(&o, targets))
+		return EXIT_TARGET;
+	if (record_init(&a.rec)) {
+		err("out of memory");
+		return EXIT_ENV;
+	}
+
+	so.freq = o.freq;
+	so.run_stats = o.stats;
+	so.verbose = o.verbose;
+	so.cb = on_sample;
+	so.ctx = &a;
+	se = sampler_open(&a.sampler, &so, why, sizeof(why));
+	if (se) {
+		err("%s", why);
+		record_fini(&a.rec);
+		return EXIT_ENV;
+	}
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (o.npids) {
+		for (int i = 0; i < o.npids; i++)
+			track(&a, &targets[i]);
+	} else {
+		disc = discover_new(getpid());
+		if (!disc || discover_scan(disc, on_found, &a)) {
+			err("cannot scan /proc: %s", strerror(errno));
+			rc = EXIT_ENV;
+			goto out;
+		}
+	}
+
+	start = now_s();
+	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
+	while (!stop) {
+		double t = now_s();
+		int wait_ms = 100;
+
+		if (o.duration && t - start >= o.duration)
+			break;
+		if (o.duration && (o.duration - (t - start)) * 1000 < wait_ms)
+			wait_ms = (int)((o.duration - (t - start)) * 1000) + 1;
+		rc = sampler_poll(a.sampler, wait_ms);
+		if (rc) {
+			err("reading samples: %s", strerror(-rc));
+			break;
+		}
+		if (now_s() >= next_scan) {
+			next_scan = now_s() + SCAN_INTERVAL_MS / 1000.0;
+			sampler_poll(a.sampler, 0);
+			reap(&a, o.npids > 0);
+			if (disc)
+				discover_scan(disc, on_found, &a);
+			else if (!a.rec.ntargets) {
+				err("all target processes exited; recording ended");
+				break;
+			}
+		}
+	}
+	sampler_poll(a.sampler, 0);
+
+	rc = writer_write(o.output, o.format, a.rec.prof, why, sizeof(why));
+	if (rc)
+		err("%s", why);
+	if (o.stats)
+		print_stats(&a, now_s() - start);
+out:
+	discover_free(disc);
+	sampler_close(a.sampler);
+	record_fini(&a.rec);
+	return rc ? EXIT_ENV : 0;
+}

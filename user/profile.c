@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "profile.h"
+
+struct stack_slot {
+	uint64_t hash;
+	size_t idx; /* into stacks, +1; 0 = empty */
+};
+
+struct profile {
+	struct frame_sym *frames;
+	uint64_t *frame_hash;
+	size_t nframes, frames_cap;
+	uint32_t *frame_slots; /* id + 1; 0 = empty */
+	size_t frame_slots_cap;
+
+	struct stack_ent *stacks;
+	size_t nstacks, stacks_cap;
+	struct stack_slot *stack_slots;
+	size_t stack_slots_cap;
+	uint64_t total;
+	int sorted;
+};
+
+struct profile *profile_new(void)
+{
+	return calloc(1, sizeof(struct profile));
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nframes; i++) {
+		free((char *)p->frames[i].name);
+		free((char *)p->frames[i].file);
+	}
+	for (size_t i = 0; i < p->nstacks; i++)
+		free((uint32_t *)p->stacks[i].ids);
+	free(p->frames);
+	free(p->frame_hash);
+	free(p->frame_slots);
+	free(p->stacks);
+	free(p->stack_slots);
+	free(p);
+}
+
+static uint64_t frame_hash(enum frame_kind kind, const char *name, const char *file, int line)
+{
+	uint64_t h = hash_bytes(name, strlen(name), (uint64_t)kind << 32 | (uint32_t)line);
+
+	return file ? hash_bytes(file, strlen(file), h) : h;
+}
+
+static int frame_eq(const struct frame_sym *s, enum frame_kind kind, const char *name,
+		    const char *file, int line)
+{
+	if (s->kind != kind || s->line != line || strcmp(s->name, name))
+		return 0;
+	if (!s->file || !file)
+		return s->file == file;
+	return !strcmp(s->file, file);
+}
+
+static int frame_slots_grow(struct profile *p)
+{
+	size_t cap = p->frame_slots_cap ? p->frame_slots_cap * 2 : 1024;
+	uint32_t *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nframes; i++) {
+		size_t j = p->frame_hash[i] & (cap - 1);
+
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = i + 1;
+	}
+	free(p->frame_slots);
+	p->frame_slots = slots;
+	p->frame_slots_cap = cap;
+	return 0;
+}
+
+uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		       int line)
+{
+	uint64_t h = frame_hash(kind, name, file, line);
+	struct frame_sym *s;
+	size_t j;
+
+	if ((p->nframes + 1) * 2 > p->frame_slots_cap && frame_slots_grow(p))
+		return UINT32_MAX;
+	for (j = h & (p->frame_slots_cap - 1); p->frame_slots[j];
+	     j = (j + 1) & (p->frame_slots_cap - 1)) {
+		uint32_t id = p->frame_slots[j] - 1;
+
+		if (p->frame_hash[id] == h && frame_eq(&p->frames[id], kind, name, file, line))
+			return id;
+	}
+	if (p->nframes == p->frames_cap) {
+		size_t cap = p->frames_cap ? p->frames_cap * 2 : 256;
+		struct frame_sym *f = realloc(p->frames, cap * sizeof(*f));
+		uint64_t *fh;
+
+		if (!f)
+			return UINT32_MAX;
+		p->frames = f;
+		fh = realloc(p->frame_hash, cap * sizeof(*fh));
+		if (!fh)
+			return UINT32_MAX;
+		p->frame_hash = fh;
+		p->frames_cap = cap;
+	}
+	s = &p->frames[p->nframes];
+	s->kind = kind;
+	s->line = line;
+	s->name = strdup(name);
+	s->file = file ? strdup(file) : NULL;
+	if (!s->name || (file && !s->file)) {
+		free((char *)s->name);
+		free((char *)s->file);
+		return UINT32_MAX;
+	}
+	p->frame_hash[p->nframes] = h;
+	p->frame_slots[j] = p->nframes + 1;
+	return p->nframes++;
+}
+
+const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id)
+{
+	return id < p->nframes ? &p->frames[id] : NULL;
+}
+
+static int stack_slots_grow(struct profile *p)
+{
+	size_t cap = p->stack_slots_cap ? p->stack_slots_cap * 2 : 1024;
+	struct stack_slot *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->stack_slots_cap; i++) {
+		size_t j;
+
+		if (!p->stack_slots[i].idx)
+			continue;
+		j = p->stack_slots[i].hash & (cap - 1);
+		while (slots[j].idx)
+			j = (j + 1) & (cap - 1);
+		slots[j] = p->stack_slots[i];
+	}
+	free(p->stack_slots);
+	p->stack_slots = slots;
+	p->stack_slots_cap = cap;
+	return 0;
+}
+
+int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count)
+{
+	uint64_t h = hash_bytes(ids, n * sizeof(*ids), n);
+	struct stack_ent *e;
+	uint32_t *copy;
+	size_t j;
+
+	/* lookups are by content, so sorting for output must not have moved entries */
+	if (p->sorted)
+		return -EINVAL;
+	if ((p->nstacks + 1) * 2 > p->stack_slots_cap && stack_slots_grow(p))
+		return -ENOMEM;
+	for (j = h & (p->stack_slots_cap - 1); p->stack_slots[j].idx;
+	     j = (j + 1) & (p->stack_slots_cap - 1)) {
+		e = &p->stacks[p->stack_slots[j].idx - 1];
+		if (p->stack_slots[j].hash == h && e->n == n &&
+		    !memcmp(e->ids, ids, n * sizeof(*ids))) {
+			e->count += count;
+			p->total += count;
+			return 0;
+		}
+	}
+	if (p->nstacks == p->stacks_cap) {
+		size_t cap = p->stacks_cap ? p->stacks_cap * 2 : 256;
+		struct stack_ent *s = realloc(p->stacks, cap * sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		p->stacks = s;
+		p->stacks_cap = cap;
+	}
+	copy = malloc(n * sizeof(*ids) + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, ids, n * sizeof(*ids));
+	p->stacks[p->nstacks] = (struct stack_ent){ .ids = copy, .n = n, .count = count };
+	p->stack_slots[j] = (struct stack_slot){ .hash = h, .idx = ++p->nstacks };
+	p->total += count;
+	return 0;
+}
+
+static int by_count(const void *a, const void *b)
+{
+	const struct stack_ent *x = a, *y = b;
+
+	uint32_t n = x->n < y->n ? x->n : y->n;
+
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	for (uint32_t i = 0; i < n; i++)
+		if (x->ids[i] != y->ids[i])
+			return x->ids[i] < y->ids[i] ? -1 : 1;
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
+{
+	if (!p->sorted) {
+		qsort(p->stacks, p->nstacks, sizeof(*p->stacks), by_count);
+		p->sorted = 1;
+	}
+	*n = p->nstacks;
+	return p->stacks;
+}
+
+uint64_t profile_total(const struct profile *p)
+{
+	return p->total;
+}
+
+void profile_print_frame(FILE *f, const struct frame_sym *s)
+{
+	switch (s->kind) {
+	case FRAME_PROCESS:
+		fprintf(f, "%s (pid %d)", s->name, s->line);
+		break;
+	case FRAME_THREAD:
+		fprintf(f, "%s (tid %d)", s->name, s->line);
+		break;
+	case FRAME_PYTHON:
+		fprintf(f, "%s (%s:%d)", s->name, s->file ? s->file : "?", s->line);
+		break;
+	default:
+		fputs(s->name, f);
+		break;
+	}
+}

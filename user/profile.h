@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Aggregated profile: interned frames and stacks (root first) with sample counts. */
+#ifndef ASYNCBPF_PROFILE_H
+#define ASYNCBPF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum frame_kind {
+	FRAME_PROCESS, /* name = process name, line = pid */
+	FRAME_THREAD,  /* name = thread name, line = tid */
+	FRAME_PYTHON,  /* name = qualname, file, line */
+	FRAME_SPECIAL, /* name only: [truncated], [unknown], ... */
+};
+
+struct frame_sym {
+	enum frame_kind kind;
+	const char *name;
+	const char *file;
+	int line;
+};
+
+struct stack_ent {
+	const uint32_t *ids; /* frame ids, root first */
+	uint32_t n;
+	uint64_t count;
+};
+
+struct profile;
+
+struct profile *profile_new(void);
+void profile_free(struct profile *p);
+
+/* Id of a frame, interned; file may be NULL. UINT32_MAX when out of memory. */
+uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		       int line);
+const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id);
+
+/* Adds count samples of a stack; -ENOMEM on failure. */
+int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count);
+
+/* Stacks, heaviest first (ties by frame ids). Freezes the profile: no profile_add after. */
+const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
+uint64_t profile_total(const struct profile *p);
+
+/* Writes one frame as text ("qualname (file:line)", "python3.12 (pid 1)", ...). */
+void profile_print_frame(FILE *f, const struct frame_sym *s);
+
+#endif

@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+
+/* process, thread, a marker, the frames, a leaf marker */
+#define MAX_IDS (MAX_FRAMES + 4)
+
+int record_init(struct record *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->prof = profile_new();
+	r->syms = symtab_new();
+	if (!r->prof || !r->syms) {
+		record_fini(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void record_fini(struct record *r)
+{
+	profile_free(r->prof);
+	symtab_free(r->syms);
+	free(r->targets);
+	memset(r, 0, sizeof(*r));
+}
+
+struct target *record_target(struct record *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->ntargets; i++)
+		if (r->targets[i].t.pid == pid)
+			return &r->targets[i];
+	return NULL;
+}
+
+struct target *record_add_target(struct record *r, const struct py_target *t)
+{
+	struct target *tg = record_target(r, t->pid);
+
+	if (!tg) {
+		if (r->ntargets == r->cap) {
+			size_t cap = r->cap ? r->cap * 2 : 16;
+			struct target *n = realloc(r->targets, cap * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			r->targets = n;
+			r->cap = cap;
+		}
+		tg = &r->targets[r->ntargets++];
+	}
+	memset(tg, 0, sizeof(*tg));
+	tg->t = *t;
+	tg->proc_frame = profile_frame(r->prof, FRAME_PROCESS, t->comm, NULL, t->pid);
+	if (tg->proc_frame == UINT32_MAX) {
+		r->ntargets--;
+		return NULL;
+	}
+	return tg;
+}
+
+void record_del_target(struct record *r, pid_t pid)
+{
+	struct target *tg = record_target(r, pid);
+
+	if (!tg)
+		return;
+	symtab_forget(r->syms, pid);
+	*tg = r->targets[--r->ntargets];
+}
+
+static uint32_t special(struct record *r, const char *name)
+{
+	return profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+}
+
+void record_sample(struct record *r, const struct py_sample *s)
+{
+	const struct sample_hdr *h = &s->hdr;
+	struct target *tg = record_target(r, h->pid);
+	uint32_t ids[MAX_IDS], n = 0;
+	char comm[TASK_COMM_LEN + 1];
+
+	if (!tg) {
+		r->unknown_pid++;
+		return;
+	}
+	tg->samples++;
+	memcpy(comm, h->comm, TASK_COMM_LEN);
+	comm[TASK_COMM_LEN] = 0;
+	ids[n++] = tg->proc_frame;
+	ids[n++] = profile_frame(r->prof, FRAME_THREAD, h->tid == h->pid ? "MainThread" : comm,
+				 NULL, h->tid);
+	if (h->flags & SAMPLE_TRUNCATED)
+		ids[n++] = special(r, "[truncated]");
+	else if (h->flags & SAMPLE_READ_ERR)
+		ids[n++] = special(r, "[incomplete]");
+	for (uint32_t i = h->nframes; i-- > 0;) {
+		const struct frame_rec *f = &s->frames[i];
+		const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
+
+		if (c->valid)
+			ids[n++] = profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
+						 py_code_line(c, tg->t.version, f->instr));
+		else
+			ids[n++] = special(r, "[unknown]");
+	}
+	if (h->flags & SAMPLE_NO_TSTATE)
+		ids[n++] = special(r, "[no Python thread state]");
+	else if (!h->nframes && !(h->flags & SAMPLE_READ_ERR))
+		ids[n++] = special(r, "[no Python frames]");
+	for (uint32_t i = 0; i < n; i++)
+		if (ids[i] == UINT32_MAX) {
+			r->nomem++;
+			return;
+		}
+	if (profile_add(r->prof, ids, n, 1))
+		r->nomem++;
+}

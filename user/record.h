@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* A recording: the Python processes being profiled and the profile their samples build. */
+#ifndef ASYNCBPF_RECORD_H
+#define ASYNCBPF_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile.h"
+#include "pyproc.h"
+#include "symbolize.h"
+
+struct target {
+	struct py_target t;
+	uint32_t proc_frame; /* interned process frame */
+	uint64_t samples;
+};
+
+struct record {
+	struct profile *prof;
+	struct symtab *syms;
+	struct target *targets;
+	size_t ntargets, cap;
+	uint64_t unknown_pid; /* samples of a pid no longer (or not yet) tracked */
+	uint64_t nomem;       /* samples dropped for lack of memory */
+};
+
+int record_init(struct record *r);
+void record_fini(struct record *r);
+
+struct target *record_target(struct record *r, pid_t pid);
+struct target *record_add_target(struct record *r, const struct py_target *t);
+void record_del_target(struct record *r, pid_t pid);
+
+/* Symbolizes one BPF record and adds it to the profile. */
+void record_sample(struct record *r, const struct py_sample *s);
+
+#endif

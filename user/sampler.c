@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "sampler.h"
+#include "sampler.skel.h"
+
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+#define CAP_SYS_ADMIN_BIT 21
+
+struct sampler {
+	struct sampler_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int nlinks;
+	int stats_fd;
+	sampler_cb cb;
+	void *ctx;
+	uint64_t bad_records;
+};
+
+/* The verifier log arrives line by line through libbpf's print callback; keep its tail so
+ * a rejection can be shown with -v. */
+#define LOG_LINES 40
+static char log_tail[LOG_LINES][256];
+static int log_next;
+static bool log_verbose;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[256];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	memcpy(log_tail[log_next++ % LOG_LINES], line, sizeof(line));
+	if (log_verbose && level != LIBBPF_DEBUG)
+		fputs(line, stderr);
+	return 0;
+}
+
+static void print_log_tail(void)
+{
+	int start = log_next > LOG_LINES ? log_next - LOG_LINES : 0;
+
+	for (int i = start; i < log_next; i++)
+		fputs(log_tail[i % LOG_LINES], stderr);
+}
+
+static bool has_caps(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return geteuid() == 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	if (eff & (1ULL << CAP_SYS_ADMIN_BIT))
+		return true;
+	return (eff & (1ULL << CAP_BPF_BIT)) && (eff & (1ULL << CAP_PERFMON_BIT));
+}
+
+static int handle_record(void *ctx, void *data, size_t size)
+{
+	struct sampler *s = ctx;
+	const struct py_sample *smp = data;
+
+	if (size < sizeof(smp->hdr) || smp->hdr.nframes > MAX_FRAMES ||
+	    size < sizeof(smp->hdr) + smp->hdr.nframes * sizeof(struct frame_rec)) {
+		s->bad_records++;
+		return 0;
+	}
+	s->cb(s->ctx, smp, size);
+	return 0;
+}
+
+/* Parses a CPU list such as "0-3,5" into online[0..n). */
+static int read_online_cpus(bool *online, int n)
+{
+	char buf[4096], *p = buf, *end;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	int ok = f && fgets(buf, sizeof(buf), f);
+
+	if (f)
+		fclose(f);
+	if (!ok)
+		return -1;
+	while (*p && *p != '\n') {
+		long a = strtol(p, &end, 10), b = a;
+
+		if (end == p || a < 0)
+			return -1;
+		p = end;
+		if (*p == '-') {
+			b = strtol(p + 1, &end, 10);
+			if (end == p + 1 || b < a)
+				return -1;
+			p = end;
+		}
+		for (long c = a; c <= b && c < n; c++)
+			online[c] = true;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+static enum sampler_err attach_cpus(struct sampler *s, unsigned int freq, char *err, size_t len)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	bool *online;
+
+	if (ncpus <= 0) {
+		snprintf(err, len, "cannot count CPUs: %s", strerror(-ncpus));
+		return SAMPLER_EOTHER;
+	}
+	s->links = calloc(ncpus, sizeof(*s->links));
+	online = calloc(ncpus, sizeof(*online));
+	if (!s->links || !online || read_online_cpus(online, ncpus)) {
+		free(online);
+		snprintf(err, len, "cannot read the online CPU list");
+		return SAMPLER_EOTHER;
+	}
+	for (int cpu = 0; cpu < ncpus; cpu++) {
+		struct perf_event_attr attr = {
+			.type = PERF_TYPE_SOFTWARE,
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.size = sizeof(attr),
+			.freq = 1,
+			.sample_freq = freq,
+		};
+		int fd;
+
+		if (!online[cpu])
+			continue;
+		fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENODEV)
+				continue; /* went offline meanwhile */
+			snprintf(err, len, "perf events unavailable: cpu-clock on CPU %d: %s", cpu,
+				 strerror(errno));
+			free(online);
+			return SAMPLER_EPERF;
+		}
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.sample_cpu, fd);
+		if (!s->links[s->nlinks]) {
+			snprintf(err, len, "cannot attach to cpu-clock on CPU %d: %s", cpu,
+				 strerror(errno));
+			close(fd);
+			free(online);
+			return SAMPLER_EPERF;
+		}
+		s->nlinks++;
+	}
+	free(online);
+	if (!s->nlinks) {
+		snprintf(err, len, "perf events unavailable: no online CPU accepted cpu-clock");
+		return SAMPLER_EPERF;
+	}
+	return SAMPLER_OK;
+}
+
+enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
+			      size_t errlen)
+{
+	struct sampler *s;
+	enum sampler_err rc;
+	int ret;
+
+	*out = NULL;
+	if (!has_caps()) {
+		snprintf(err, errlen, "must run as root (needs CAP_BPF and CAP_PERFMON)");
+		return SAMPLER_EPRIV;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(err, errlen,
+			 "kernel has no BTF (/sys/kernel/btf/vmlinux: %s); asyncbpf needs a kernel "
+			 "built with CONFIG_DEBUG_INFO_BTF",
+			 strerror(errno));
+		return SAMPLER_EBTF;
+	}
+	log_verbose = o->verbose;
+	libbpf_set_print(libbpf_print);
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SAMPLER_EOTHER;
+	}
+	s->stats_fd = -1;
+	s->cb = o->cb;
+	s->ctx = o->ctx;
+	s->skel = sampler_bpf__open();
+	if (!s->skel) {
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		rc = SAMPLER_ELOAD;
+		goto fail;
+	}
+	ret = sampler_bpf__load(s->skel);
+	if (ret) {
+		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),
+			 o->verbose ? "; verifier log above" : "; run with -v for the verifier log");
+		if (o->verbose)
+			print_log_tail();
+		rc = ret == -EPERM ? SAMPLER_EPRIV : SAMPLER_ELOAD;
+		goto fail;
+	}
+	if (o->run_stats) {
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (s->stats_fd < 0 && o->verbose)
+			fprintf(stderr, "asyncbpf: bpf_stats unavailable: %s\n", strerror(errno));
+	}
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_record, s, NULL);
+	if (!s->rb) {
+		snprintf(err, errlen, "cannot open the BPF ring buffer: %s", strerror(errno));
+		rc = SAMPLER_EOTHER;
+		goto fail;
+	}
+	rc = attach_cpus(s, o->freq, err, errlen);
+	if (rc)
+		goto fail;
+	*out = s;
+	return SAMPLER_OK;
+fail:
+	sampler_close(s);
+	return rc;
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	ring_buffer__free(s->rb);
+	sampler_bpf__destroy(s->skel);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	free(s);
+}
+
+int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
+{
+	__u32 key = pid;
+
+	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), p, sizeof(*p),
+				    BPF_ANY);
+}
+
+int sampler_del_proc(struct sampler *s, pid_t pid)
+{
+	__u32 key = pid;
+	int ret = bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
+
+	return ret == -ENOENT ? 0 : ret;
+}
+
+int sampler_poll(struct sampler *s, int timeout_ms)
+{
+	int ret = ring_buffer__poll(s->rb, timeout_ms);
+
+	return ret == -EINTR ? 0 : ret < 0 ? ret : 0;
+}
+
+int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	__u64 *vals;
+
+	memset(st, 0, sizeof(*st));
+	if (ncpus <= 0)
+		return ncpus;
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < STAT_MAX; k++) {
+		if (bpf_map__lookup_elem(s->skel->maps.stats, &k, sizeof(k), vals,
+					 ncpus * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			st->stat[k] += vals[c];
+	}
+	free(vals);
+	if (s->stats_fd >= 0 &&
+	    !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample_cpu), &info, &info_len)) {
+		st->run_ns = info.run_time_ns;
+		st->run_cnt = info.run_cnt;
+	}
+	st->bad_records = s->bad_records;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Loads the BPF sampler, attaches it to cpu-clock on every online CPU, and feeds its
+ * ring buffer to a callback. */
+#ifndef ASYNCBPF_SAMPLER_H
+#define ASYNCBPF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../bpf/asyncbpf.h"
+
+/* Called for each record; data is a struct py_sample holding hdr.nframes frames. */
+typedef void (*sampler_cb)(void *ctx, const struct py_sample *s, size_t size);
+
+struct sampler_opts {
+	unsigned int freq; /* Hz */
+	bool run_stats;    /* enable the kernel's bpf_stats for run time per sample */
+	bool verbose;      /* libbpf and verifier messages on stderr */
+	sampler_cb cb;
+	void *ctx;
+};
+
+enum sampler_err {
+	SAMPLER_OK = 0,
+	SAMPLER_EPRIV,  /* not root / missing CAP_BPF, CAP_PERFMON */
+	SAMPLER_EBTF,   /* no kernel BTF */
+	SAMPLER_EPERF,  /* perf events unavailable */
+	SAMPLER_ELOAD,  /* BPF object rejected */
+	SAMPLER_EOTHER,
+};
+
+struct sampler;
+
+/* On failure returns the kind and writes a one-line reason in err. */
+enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
+			      size_t errlen);
+void sampler_close(struct sampler *s);
+
+int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
+int sampler_del_proc(struct sampler *s, pid_t pid);
+
+/* Delivers pending records to the callback, waiting up to timeout_ms; -errno on error. */
+int sampler_poll(struct sampler *s, int timeout_ms);
+
+struct sampler_stats {
+	uint64_t stat[STAT_MAX]; /* summed over CPUs */
+	uint64_t run_ns, run_cnt; /* from bpf_stats, 0 when not enabled */
+	uint64_t bad_records;     /* malformed ring-buffer records dropped */
+};
+
+int sampler_read_stats(struct sampler *s, struct sampler_stats *st);
+
+#endif

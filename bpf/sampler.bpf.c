@@ -17,6 +17,9 @@ static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 
 #include "pywalk.h"
 
+#define RB_BYTES (8 << 20)
+#define RB_WAKE_BYTES (RB_BYTES / 4)
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct scratch {
@@ -55,7 +58,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
+	__uint(max_entries, RB_BYTES);
 } events SEC(".maps");
 
 static __always_inline void stat_inc(__u32 idx)
@@ -87,7 +90,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, zero = 0, n = 0, flags = 0;
-	__u64 size;
+	__u64 size, wake;
 	struct task_struct *task;
 	struct py_proc *p;
 	struct scratch *sc;
@@ -133,7 +136,10 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(struct py_sample))
 		size = sizeof(struct py_sample);
-	if (bpf_ringbuf_output(&events, &sc->s, size, 0))
+	/* userspace drains on a timer; waking it per record costs more than the walk */
+	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RB_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP
+									  : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, &sc->s, size, wake))
 		stat_inc(STAT_LOST);
 	return 0;
 }

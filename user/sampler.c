@@ -270,9 +270,13 @@ int sampler_del_proc(struct sampler *s, pid_t pid)
 
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
+	/* BPF wakes us only when the ring fills up: drain it after the wait either way */
 	int ret = ring_buffer__poll(s->rb, timeout_ms);
 
-	return ret == -EINTR ? 0 : ret < 0 ? ret : 0;
+	if (ret < 0 && ret != -EINTR)
+		return ret;
+	ret = ring_buffer__consume(s->rb);
+	return ret < 0 && ret != -EINTR ? ret : 0;
 }
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st)

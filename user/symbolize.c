@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "linetable.h"
+#include "memread.h"
+#include "pystr.h"
+#include "symbolize.h"
+
+/* pywalk.h gives the fingerprint exactly as the sampler computes it. */
+static _Thread_local pid_t pw_pid;
+
+static int pw_read(void *dst, __u32 len, __u64 addr)
+{
+	return mem_read(pw_pid, addr, dst, len) ? -1 : 0;
+}
+
+#define PW_INLINE inline __attribute__((unused))
+#define PW_LOAD(type, buf, off)                                                                    \
+	({                                                                                         \
+		type v_;                                                                           \
+		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
+		v_;                                                                                \
+	})
+#define PW_LOOP(max, fn, ctx)                                                                      \
+	do {                                                                                       \
+		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
+			if ((fn)(i_, (ctx)))                                                       \
+				break;                                                             \
+	} while (0)
+#include "pywalk.h"
+
+#define CODE_READ_MAX 1024
+
+struct entry {
+	pid_t pid;
+	uint32_t fp;
+	uint64_t code;
+	struct py_code c;
+};
+
+/* Open addressing with linear probing; entries are allocated one by one so that the
+ * pointers handed out stay put when the table grows. */
+struct symtab {
+	struct entry **slot;
+	size_t cap; /* power of two */
+	size_t n;
+};
+
+static const struct py_code unknown_code;
+
+static size_t slot_of(const struct symtab *st, pid_t pid, uint64_t code, uint32_t fp)
+{
+	return hash_u64(code ^ (uint64_t)(uint32_t)pid << 32 ^ hash_u64(fp)) & (st->cap - 1);
+}
+
+struct symtab *symtab_new(void)
+{
+	struct symtab *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->cap = 256;
+	st->slot = calloc(st->cap, sizeof(*st->slot));
+	if (!st->slot) {
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+static void entry_free(struct entry *e)
+{
+	free(e->c.qualname);
+	free(e->c.filename);
+	free(e->c.linetable);
+	free(e);
+}
+
+void symtab_free(struct symtab *st)
+{
+	size_t i;
+
+	if (!st)
+		return;
+	for (i = 0; i < st->cap; i++)
+		if (st->slot[i])
+			entry_free(st->slot[i]);
+	free(st->slot);
+	free(st);
+}
+
+static void place(struct symtab *st, struct entry *e)
+{
+	size_t i = slot_of(st, e->pid, e->code, e->fp);
+
+	while (st->slot[i])
+		i = (i + 1) & (st->cap - 1);
+	st->slot[i] = e;
+}
+
+/* Re-inserts every entry into a table of cap slots. */
+static int grow(struct symtab *st, size_t cap)
+{
+	struct entry **old = st->slot;
+	size_t oldcap = st->cap, i;
+
+	st->slot = calloc(cap, sizeof(*st->slot));
+	if (!st->slot) {
+		st->slot = old;
+		return -ENOMEM;
+	}
+	st->cap = cap;
+	for (i = 0; i < oldcap; i++) {
+		struct entry *e = old[i];
+
+		if (e)
+			place(st, e);
+	}
+	free(old);
+	return 0;
+}
+
+static uint64_t load_u64(const uint8_t *b, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, 8);
+	return v;
+}
+
+static size_t max_sz(size_t a, size_t b)
+{
+	return a > b ? a : b;
+}
+
+static void code_read(struct py_code *c, const struct py_target *t, uint64_t code, uint32_t fp)
+{
+	const struct py_layout *l = &t->proc.layout;
+	struct pw_scratch scratch;
+	uint8_t buf[CODE_READ_MAX];
+	uint64_t name, file, table;
+	size_t need;
+	int32_t first;
+	int err;
+
+	if (fp == FP_INVALID)
+		return;
+	/* Same computation as the sampler's, PyCode_Type check included. */
+	pw_pid = t->pid;
+	if (pw_code_fp(&t->proc, code, &scratch) != fp)
+		return;
+	need = max_sz(l->code_firstlineno + 4u, l->code_filename + 8u);
+	need = max_sz(need, l->code_name + 8u);
+	need = max_sz(need, l->code_qualname + 8u);
+	need = max_sz(need, l->code_linetable + 8u);
+	if (need > sizeof(buf) || mem_read(t->pid, code, buf, need))
+		return;
+	/* The object may have changed since the first read: check what this read saw. */
+	memcpy(&first, buf + l->code_firstlineno, 4);
+	file = load_u64(buf, l->code_filename);
+	name = load_u64(buf, l->code_qualname ? l->code_qualname : l->code_name);
+	if (pw_code_fingerprint((__u32)first, file, load_u64(buf, l->code_name)) != fp)
+		return;
+	if (py_str_read(t->pid, l, name, &c->qualname) ||
+	    py_str_read(t->pid, l, file, &c->filename))
+		goto fail;
+	table = load_u64(buf, l->code_linetable);
+	err = py_bytes_read(t->pid, l, table, PYBYTES_MAX, &c->linetable, &c->linetable_len);
+	/* A table too large to read costs the line, not the name. */
+	if (err && err != -E2BIG)
+		goto fail;
+	c->firstlineno = first;
+	c->valid = 1;
+	return;
+fail:
+	free(c->qualname);
+	free(c->filename);
+	memset(c, 0, sizeof(*c));
+}
+
+const struct py_code *symtab_code(struct symtab *st, const struct py_target *t, uint64_t code,
+				  uint32_t fp)
+{
+	size_t i = slot_of(st, t->pid, code, fp);
+	struct entry *e;
+
+	for (; st->slot[i]; i = (i + 1) & (st->cap - 1)) {
+		e = st->slot[i];
+		if (e->pid == t->pid && e->code == code && e->fp == fp)
+			return &e->c;
+	}
+	if ((st->n + 1) * 2 > st->cap && grow(st, st->cap * 2))
+		return &unknown_code;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return &unknown_code;
+	e->pid = t->pid;
+	e->code = code;
+	e->fp = fp;
+	code_read(&e->c, t, code, fp);
+	place(st, e);
+	st->n++;
+	return &e->c;
+}
+
+/* An instruction without a line (3.10+) shows as the function's first line. */
+int py_code_line(const struct py_code *c, uint32_t version, int32_t instr)
+{
+	int line;
+
+	if (!c->valid)
+		return -1;
+	if (instr < 0)
+		return c->firstlineno;
+	line = linetable_line(version, c->linetable, c->linetable_len, c->firstlineno, instr);
+	return line < 0 ? c->firstlineno : line;
+}
+
+/* Backward-shift deletion: moves later entries of the probe run into the hole unless
+ * that would put one before its home slot. */
+static void slot_delete(struct symtab *st, size_t i)
+{
+	size_t mask = st->cap - 1, j = i, h;
+
+	for (;;) {
+		struct entry *e;
+
+		j = (j + 1) & mask;
+		e = st->slot[j];
+		if (!e)
+			break;
+		h = slot_of(st, e->pid, e->code, e->fp);
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			st->slot[i] = e;
+			i = j;
+		}
+	}
+	st->slot[i] = NULL;
+}
+
+void symtab_forget(struct symtab *st, pid_t pid)
+{
+	size_t i, gone;
+
+	/* A deletion may shift an entry of pid into a slot already passed: scan again. */
+	do {
+		gone = 0;
+		for (i = 0; i < st->cap; i++) {
+			while (st->slot[i] && st->slot[i]->pid == pid) {
+				entry_free(st->slot[i]);
+				slot_delete(st, i);
+				st->n--;
+				gone++;
+			}
+		}
+	} while (gone);
+}
+
+size_t symtab_size(const struct symtab *st)
+{
+	return st->n;
+}

@@ -4,7 +4,8 @@
 CLANG ?= clang
 BPFTOOL ?= bpftool
 CC ?= gcc
-PYTEST ?= python3 -m pytest
+# Debian's pytest, whatever python3 comes first in PATH (pyenv shims may)
+PYTEST ?= /usr/bin/python3 -m pytest
 
 OUT := build
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')

@@ -316,6 +316,10 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
+	if (sampler_check_env(why, sizeof(why))) {
+		err("%s", why);
+		return EXIT_ENV;
+	}
 	if (o.npids && check_pids(&o, targets))
 		return EXIT_TARGET;
 	if (record_init(&a.rec)) {

@@ -172,14 +172,8 @@ static enum sampler_err attach_cpus(struct sampler *s, unsigned int freq, char *
 	return SAMPLER_OK;
 }
 
-enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
-			      size_t errlen)
+enum sampler_err sampler_check_env(char *err, size_t errlen)
 {
-	struct sampler *s;
-	enum sampler_err rc;
-	int ret;
-
-	*out = NULL;
 	if (!has_caps()) {
 		snprintf(err, errlen, "must run as root (needs CAP_BPF and CAP_PERFMON)");
 		return SAMPLER_EPRIV;
@@ -191,6 +185,20 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 			 strerror(errno));
 		return SAMPLER_EBTF;
 	}
+	return SAMPLER_OK;
+}
+
+enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
+			      size_t errlen)
+{
+	struct sampler *s;
+	enum sampler_err rc;
+	int ret;
+
+	*out = NULL;
+	rc = sampler_check_env(err, errlen);
+	if (rc)
+		return rc;
 	log_verbose = o->verbose;
 	libbpf_set_print(libbpf_print);
 

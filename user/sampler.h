@@ -33,6 +33,9 @@ enum sampler_err {
 
 struct sampler;
 
+/* Privileges and kernel BTF, checked before anything else is attempted. */
+enum sampler_err sampler_check_env(char *err, size_t errlen);
+
 /* On failure returns the kind and writes a one-line reason in err. */
 enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
 			      size_t errlen);

@@ -1,0 +1,374 @@
+"""Helpers for the integration tests: interpreter discovery, workloads, running
+asyncbpf-record and parsing its collapsed output."""
+import glob
+import json
+import os
+import re
+import selectors
+import shutil
+import subprocess
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RECORD = os.path.join(REPO, "build", "asyncbpf-record")
+WORKLOADS = os.path.join(REPO, "tests", "workloads")
+SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13
+PROG = "asyncbpf-record: "
+
+
+class Interp:
+    def __init__(self, id, path=None, missing=None):
+        self.id = id
+        self.path = path
+        self.missing = missing  # reason to skip, or None
+        self.version = None
+        if path and not missing:
+            try:
+                out = subprocess.run(
+                    [path, "-c", "import sys; print('%d %d %d' % sys.version_info[:3])"],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                    universal_newlines=True)
+                self.version = tuple(int(x) for x in out.stdout.split())
+            except (OSError, ValueError, subprocess.SubprocessError) as e:
+                self.missing = "%s does not run: %s" % (path, e)
+
+    @property
+    def has_qualname(self):
+        return self.version >= (3, 11)
+
+    def __repr__(self):
+        return self.id
+
+
+def pyenv_roots():
+    roots = []
+    if os.environ.get("PYENV_ROOT"):
+        roots.append(os.environ["PYENV_ROOT"])
+    if shutil.which("pyenv"):
+        try:
+            out = subprocess.run(["pyenv", "root"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, universal_newlines=True,
+                                 timeout=30)
+            if out.returncode == 0 and out.stdout.strip():
+                roots.append(out.stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    roots.append(os.path.expanduser("~/.pyenv"))
+    seen, out = set(), []
+    for r in roots:
+        r = os.path.realpath(r)
+        if r not in seen and os.path.isdir(os.path.join(r, "versions")):
+            seen.add(r)
+            out.append(r)
+    return out
+
+
+def _pyenv_versions():
+    """{(major, minor): [(version string, python path)]} of every pyenv CPython."""
+    found = {}
+    for root in pyenv_roots():
+        for d in sorted(glob.glob(os.path.join(root, "versions", "*"))):
+            m = re.match(r"^(\d+)\.(\d+)\.(\d+)$", os.path.basename(d))
+            py = os.path.join(d, "bin", "python%s.%s" % m.group(1, 2)) if m else None
+            if py and os.access(py, os.X_OK):
+                found.setdefault((int(m.group(1)), int(m.group(2))), []).append(
+                    (os.path.basename(d), py))
+    return found
+
+
+def discover_interpreters():
+    """Every supported interpreter: pyenv's 3.8-3.13 (a missing minor is a skipped
+    entry) and the distribution's /usr/bin/python3.N."""
+    found = _pyenv_versions()
+    roots = pyenv_roots()
+    out = []
+    for minor in SUPPORTED_MINORS:
+        vers = found.get((3, minor))
+        if not vers:
+            where = " or ".join(roots) if roots else "$PYENV_ROOT, `pyenv root`, ~/.pyenv"
+            out.append(Interp("pyenv-3.%d" % minor,
+                              missing="no pyenv CPython 3.%d under %s" % (minor, where)))
+        for ver, py in vers or ():
+            out.append(Interp("pyenv-" + ver, py))
+    distro = []
+    for py in sorted(glob.glob("/usr/bin/python3.*")):
+        m = re.match(r"^python3\.(\d+)$", os.path.basename(py))
+        if m and int(m.group(1)) in SUPPORTED_MINORS and os.access(py, os.X_OK):
+            distro.append(Interp("debian-3." + m.group(1), py))
+    out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.13)")]
+    return out
+
+
+def discover_unsupported():
+    """pyenv's CPython 3.6 and 3.7, too old for asyncbpf."""
+    found = _pyenv_versions()
+    out = []
+    for minor in (6, 7):
+        vers = found.get((3, minor))
+        if not vers:
+            out.append(Interp("pyenv-3.%d" % minor, missing="no pyenv CPython 3.%d" % minor))
+        for ver, py in vers or ():
+            out.append(Interp("pyenv-" + ver, py))
+    return out
+
+
+def available(interps):
+    return [i for i in interps if not i.missing]
+
+
+INTERPRETERS = discover_interpreters()
+INTERPRETERS_AVAILABLE = available(INTERPRETERS)
+UNSUPPORTED = discover_unsupported()
+
+
+class Workload:
+    """Runs a workload under an interpreter (`python -u`), waits for READY, collects the
+    JSON facts printed before it, and kills the process on exit. reap=True waits for the
+    process in the background so that it does not linger as a zombie when it exits."""
+
+    def __init__(self, python, script, *args, timeout=30, reap=False):
+        self.argv = [python, "-u", os.path.join(WORKLOADS, script)] + [str(a) for a in args]
+        self.timeout = timeout
+        self.reap = reap
+        self.facts = []
+        self.proc = None
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def fact(self, key):
+        vals = self.all(key)
+        assert vals, "workload %s printed no %r fact: %s" % (self.argv, key, self.facts)
+        return vals[0]
+
+    def all(self, key):
+        return [f[key] for f in self.facts if key in f]
+
+    def __enter__(self):
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=WORKLOADS, env=env)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        if self.reap:
+            threading.Thread(target=self.proc.wait, daemon=True).start()
+        return self
+
+    def _wait_ready(self):
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        buf = b""
+        deadline = time.monotonic() + self.timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("workload %s: no READY within %ss"
+                                         % (self.argv, self.timeout))
+                if not sel.select(left):
+                    continue
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                if not chunk:
+                    err = self.proc.stderr.read().decode(errors="replace")
+                    raise AssertionError("workload %s exited before READY (rc %s): %s"
+                                         % (self.argv, self.proc.wait(), err[-2000:]))
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    line = line.decode().strip()
+                    if line == "READY":
+                        return
+                    if line.startswith("{"):
+                        self.facts.append(json.loads(line))
+        finally:
+            sel.close()
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self.proc.stdout, self.proc.stderr):
+            f.close()
+        return False
+
+
+class Proc:
+    """A non-Python helper process (sleep, a shell loop, a C fixture), killed on exit."""
+
+    def __init__(self, argv):
+        self.argv = argv
+        self.proc = None
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        time.sleep(0.2)  # let exec happen, so /proc shows the new image
+        assert self.proc.poll() is None, "%s exited early (rc %s)" % (self.argv,
+                                                                       self.proc.returncode)
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        return False
+
+
+PROC_RE = re.compile(r"^(.*) \(pid (\d+)\)$")
+THREAD_RE = re.compile(r"^(.*) \(tid (\d+)\)$")
+FRAME_RE = re.compile(r"^(.+?) \((.*):(-?\d+)\)$")
+TRUNCATED = "[truncated]"
+UNKNOWN = "[unknown]"
+NO_TSTATE = "[no Python thread state]"
+# Not in the written contract: a thread state with no frame (a thread starting or
+# finishing). Accepted, like NO_TSTATE, as a stack's only Python-level frame.
+NO_FRAMES = "[no Python frames]"
+
+
+class Frame(tuple):
+    """(qualname, filename, line) of a Python frame."""
+
+    qualname = property(lambda s: s[0])
+    filename = property(lambda s: s[1])
+    line = property(lambda s: s[2])
+
+
+class Sample:
+    """One line of collapsed output: frames root first and a count."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        stack, sep, count = raw.rpartition(" ")
+        assert sep and count.isdigit() and int(count) > 0, "bad count in line: %r" % raw
+        self.count = int(count)
+        parts = stack.split(";")
+        assert len(parts) >= 2, "no process and thread frames in line: %r" % raw
+        m = PROC_RE.match(parts[0])
+        assert m, "bad process frame %r in line: %.300r" % (parts[0], raw)
+        self.comm, self.pid = m.group(1), int(m.group(2))
+        m = THREAD_RE.match(parts[1])
+        assert m, "bad thread frame %r in line: %.300r" % (parts[1], raw)
+        self.tname, self.tid = m.group(1), int(m.group(2))
+        rest = parts[2:]
+        self.truncated = bool(rest) and rest[0] == TRUNCATED
+        if self.truncated:
+            rest = rest[1:]
+        self.no_tstate = bool(rest) and rest[-1] == NO_TSTATE
+        self.no_frames = bool(rest) and rest[-1] == NO_FRAMES
+        if self.no_tstate or self.no_frames:
+            rest = rest[:-1]
+        self.frames = []  # Frame, or a special string such as [unknown]
+        for p in rest:
+            m = FRAME_RE.match(p)
+            if m:
+                self.frames.append(Frame((m.group(1), m.group(2), int(m.group(3)))))
+            else:
+                assert p == UNKNOWN, "bad frame %r in line: %.300r" % (p, raw)
+                self.frames.append(p)
+
+    @property
+    def leaf(self):
+        return self.frames[-1] if self.frames else None
+
+    def qualnames(self):
+        return [f.qualname if isinstance(f, Frame) else f for f in self.frames]
+
+    def short(self, width=700):
+        if len(self.raw) <= width:
+            return self.raw
+        return self.raw[: width // 2] + " ... " + self.raw[-width // 2:]
+
+
+def total(samples):
+    return sum(s.count for s in samples)
+
+
+def show(samples, n=5, header="stacks"):
+    """Heaviest n samples for an assertion message."""
+    top = sorted(samples, key=lambda s: -s.count)[:n]
+    lines = ["  %s" % s.short() for s in top]
+    return "\n%s (%d lines, %d samples; heaviest %d):\n%s" % (
+        header, len(samples), total(samples), len(top), "\n".join(lines))
+
+
+class Recording:
+    def __init__(self, argv, rc, out, err, elapsed):
+        self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
+        self.samples = [Sample(l) for l in out.splitlines() if l.strip()]
+
+    def err_lines(self):
+        return [l for l in self.err.splitlines() if l.strip()]
+
+    def of_pid(self, pid):
+        return [s for s in self.samples if s.pid == pid]
+
+    def describe(self):
+        return "\n$ %s\nexit %s after %.1fs; stderr:\n%s%s" % (
+            " ".join(self.argv), self.rc, self.elapsed, self.err.rstrip() or "  (empty)",
+            show(self.samples))
+
+
+def record(binary, *args, output=None, timeout=60, prefix=()):
+    """Runs asyncbpf-record with args; output=PATH adds -o PATH and reads it back."""
+    argv = list(prefix) + [binary] + [str(a) for a in args]
+    if output:
+        argv += ["-o", output]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError("%s did not finish within %ss; stderr: %s"
+                             % (argv, timeout, (e.stderr or b"").decode(errors="replace")))
+    elapsed = time.monotonic() - t0
+    out = p.stdout.decode(errors="replace")
+    if output and os.path.exists(output):
+        assert not out.strip(), "-o given but stdout has output: %.300r" % out
+        with open(output, errors="replace") as f:
+            out = f.read()
+    return Recording(argv, p.returncode, out, p.stderr.decode(errors="replace"), elapsed)
+
+
+def record_checked(binary, *args, **kw):
+    """record() that must exit 0 with no error on stderr."""
+    r = record(binary, *args, **kw)
+    assert r.rc == 0, "asyncbpf-record failed" + r.describe()
+    return r
+
+
+def marker_line(path, marker):
+    """The line number of the only line of path that contains marker."""
+    with open(path) as f:
+        hits = [i + 1 for i, l in enumerate(f) if marker in l]
+    assert len(hits) == 1, "%s: %d lines contain %r" % (path, len(hits), marker)
+    return hits[0]
+
+
+def marker_lines(path, marker):
+    with open(path) as f:
+        return [i + 1 for i, l in enumerate(f) if marker in l]
+
+
+def assert_one_error_line(r, rc, *words):
+    """r exited rc with exactly one stderr line, prefixed, containing each of words (any
+    case; a tuple of words means any one of them)."""
+    lines = r.err_lines()
+    assert r.rc == rc, "expected exit %d" % rc + r.describe()
+    assert len(lines) == 1, "expected one stderr line" + r.describe()
+    assert lines[0].startswith(PROG), "stderr line not prefixed with %r" % PROG + r.describe()
+    for w in words:
+        alts = w if isinstance(w, tuple) else (w,)
+        assert any(a.lower() in lines[0].lower() for a in alts), (
+            "stderr line lacks %s" % " or ".join(map(repr, alts)) + r.describe())

@@ -1,0 +1,166 @@
+"""What asyncbpf-record does with targets it cannot profile, a target that exits, missing
+privileges and bad options: exit status and one-line messages."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from helpers import (INTERPRETERS_AVAILABLE, PROG, WORKLOADS, Proc, Workload,
+                     assert_one_error_line, record, show)
+
+
+def gone_pid():
+    """A pid that existed a moment ago and is reaped (so it does not exist now)."""
+    p = subprocess.Popen(["true"])
+    p.wait()
+    assert not os.path.exists("/proc/%d" % p.pid)
+    return p.pid
+
+
+def any_python():
+    if not INTERPRETERS_AVAILABLE:
+        pytest.skip("no supported interpreter installed")
+    return INTERPRETERS_AVAILABLE[-1]
+
+
+def lines_naming(r, pid):
+    return [l for l in r.err_lines() if re.search(r"\b%d\b" % pid, l)]
+
+
+# -- -p targets that cannot be profiled --------------------------------------------------
+
+def test_non_python_pid(root_record_bin):
+    with Proc(["sleep", "1000"]) as p:
+        r = record(root_record_bin, "-p", p.pid, "-d", 2)
+    assert_one_error_line(r, 3, str(p.pid))
+    assert not r.samples, "output despite the error" + r.describe()
+
+
+def test_missing_pid(root_record_bin):
+    pid = gone_pid()
+    r = record(root_record_bin, "-p", pid, "-d", 2)
+    assert_one_error_line(r, 3, str(pid))
+
+
+def test_bad_pids_among_good(root_record_bin):
+    """One line per bad pid, none for the good one, and nothing recorded."""
+    py = any_python()
+    missing = gone_pid()
+    with Workload(py.path, "spin.py") as w, Proc(["sleep", "1000"]) as s:
+        r = record(root_record_bin, "-p", "%d,%d,%d" % (w.pid, missing, s.pid), "-d", 2)
+    assert r.rc == 3, "expected exit 3" + r.describe()
+    lines = r.err_lines()
+    assert len(lines) == 2 and all(l.startswith(PROG) for l in lines), (
+        "expected two prefixed lines" + r.describe())
+    assert len(lines_naming(r, missing)) == 1 and len(lines_naming(r, s.pid)) == 1, (
+        "expected one line per bad pid" + r.describe())
+    assert not lines_naming(r, w.pid), "a line names the good pid" + r.describe()
+
+
+def test_pid_exits_during_recording(root_record_bin, interp):
+    with Workload(interp.path, "spin.py", 2, reap=True) as w:
+        r = record(root_record_bin, "-p", w.pid, "-d", 6)
+    assert r.rc == 0, "expected exit 0" + r.describe()
+    assert r.of_pid(w.pid), "no stacks of pid %d" % w.pid + r.describe()
+    lines = lines_naming(r, w.pid)
+    assert len(lines) == 1 and lines[0].startswith(PROG), (
+        "expected one line about pid %d" % w.pid + r.describe())
+    assert "exit" in lines[0].lower(), "the line does not say pid %d exited" % w.pid + r.describe()
+    assert all(l.startswith(PROG) for l in r.err_lines()), "unprefixed lines" + r.describe()
+    assert r.elapsed < 4.5, "recording did not end early (target ran 2 s of -d 6)" + r.describe()
+
+
+# -- privileges ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def nobody_bin(root_record_bin):
+    """A copy of the binary that user nobody can reach (the repo may sit in a private
+    home directory)."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) not installed")
+    d = tempfile.mkdtemp(prefix="asyncbpf-")
+    os.chmod(d, 0o755)
+    path = os.path.join(d, "asyncbpf-record")
+    shutil.copy(root_record_bin, path)
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(d)
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_non_root_all(nobody_bin):
+    r = record(nobody_bin, "-a", "-d", 1, prefix=NOBODY)
+    assert_one_error_line(r, 2, ("root", "CAP_BPF"))
+
+
+def test_non_root_pid(nobody_bin):
+    """Missing privileges are reported as such even when the -p target is root's."""
+    py = any_python()
+    with Workload(py.path, "spin.py") as w:
+        r = record(nobody_bin, "-p", w.pid, "-d", 1, prefix=NOBODY)
+    assert_one_error_line(r, 2, ("root", "CAP_BPF"))
+
+
+# -- unsupported Python versions ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fake_python(tmp_path_factory):
+    """A C program that exports _PyRuntime and Py_Version 3.14.0 and sleeps."""
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if not cc:
+        pytest.skip("no C compiler to build the fake Python")
+    out = str(tmp_path_factory.mktemp("fake") / "fake_python")
+    subprocess.run([cc, "-rdynamic", "-o", out, os.path.join(WORKLOADS, "fake_python.c")],
+                   check=True)
+    return out
+
+
+def check_unsupported_p(binary, pid):
+    r = record(binary, "-p", pid, "-d", 2)
+    assert_one_error_line(r, 3, "not supported", str(pid))
+
+
+def check_unsupported_a(binary, pid):
+    r = record(binary, "-a", "-d", 2)
+    assert r.rc == 0, "expected exit 0" + r.describe()
+    mine = lines_naming(r, pid)
+    assert len(mine) == 1 and "not supported" in mine[0] and mine[0].startswith(PROG), (
+        "expected one 'not supported' warning for pid %d" % pid + r.describe())
+    assert not r.of_pid(pid), "unsupported pid %d profiled" % pid + show(r.of_pid(pid))
+
+
+def test_fake_314_pid(root_record_bin, fake_python):
+    with Proc([fake_python]) as p:
+        check_unsupported_p(root_record_bin, p.pid)
+
+
+def test_fake_314_all(root_record_bin, fake_python):
+    with Proc([fake_python]) as p:
+        check_unsupported_a(root_record_bin, p.pid)
+
+
+def test_old_python_pid(root_record_bin, old_interp):
+    with Workload(old_interp.path, "spin.py") as w:
+        check_unsupported_p(root_record_bin, w.pid)
+
+
+def test_old_python_all(root_record_bin, old_interp):
+    with Workload(old_interp.path, "spin.py") as w:
+        check_unsupported_a(root_record_bin, w.pid)
+
+
+# -- bad options ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["-F", "0"], ["-F", "abc"], ["-F", "-5"], ["-d", "-1"], ["-d", "abc"],
+    ["--format", "bogus"], ["-p", "abc"], ["-p", "12,abc"], ["--no-such-option"],
+], ids=lambda a: "_".join(a))
+def test_bad_option(record_bin, args):
+    r = record(record_bin, "-d", "1", *args, timeout=20)
+    assert_one_error_line(r, 1)
+    assert not r.out.strip(), "stdout not empty" + r.describe()

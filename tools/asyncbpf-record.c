@@ -192,7 +192,8 @@ struct app {
 	struct opts *o;
 	struct record rec;
 	struct sampler *sampler;
-	int exit_code;
+	unsigned int unexamined; /* -a: processes whose files could not be read */
+	char first_unexamined[512];
 };
 
 static void on_sample(void *ctx, const struct py_sample *s, size_t size)
@@ -225,10 +226,18 @@ static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct p
 	struct app *a = ctx;
 
 	(void)pid;
-	if (st == PYPROC_OK)
+	if (st == PYPROC_OK) {
 		track(a, t);
-	else
+	} else if (st == PYPROC_UNSUPPORTED) {
 		err("warning: %s; skipped", why);
+	} else {
+		/* unreadable processes are usually not Python (e.g. another namespace's
+		 * init): one summary at the end, each with -v */
+		if (!a->unexamined++)
+			snprintf(a->first_unexamined, sizeof(a->first_unexamined), "%s", why);
+		if (a->o->verbose)
+			err("warning: %s; skipped", why);
+	}
 }
 
 /* Stops tracking processes that have exited (or whose pid now names another process). */
@@ -384,6 +393,10 @@ int main(int argc, char **argv)
 	}
 	sampler_poll(a.sampler, 0);
 
+	if (a.unexamined)
+		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
+		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
+		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
 	rc = writer_write(o.output, o.format, a.rec.prof, why, sizeof(why));
 	if (rc)
 		err("%s", why);

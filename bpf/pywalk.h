@@ -37,8 +37,25 @@ static PW_INLINE __u32 pw_code_fingerprint(__u32 firstlineno, __u64 filename, __
 struct pw_find {
 	const struct py_proc *p;
 	__u64 thread_id, native_id;
-	__u64 interp, ts, found;
+	__u64 interp, ts, found, idle;
 };
+
+static PW_INLINE int pw_current_frame(const struct py_layout *l, __u64 ts, __u64 *frame);
+
+/* A thread that created a subinterpreter owns an idle state there too (3.8-3.12): take a
+ * state with frames, else the first idle one. */
+static PW_INLINE long pw_find_match(struct pw_find *f)
+{
+	__u64 frame = 0;
+
+	if (!pw_current_frame(&f->p->layout, f->ts, &frame) && frame) {
+		f->found = f->ts;
+		return 1;
+	}
+	if (!f->idle)
+		f->idle = f->ts;
+	return 0;
+}
 
 static long pw_find_step(__u32 i, void *ctx)
 {
@@ -52,14 +69,11 @@ static long pw_find_step(__u32 i, void *ctx)
 			return 1;
 		return pw_read(&f->ts, 8, f->interp + l->interp_tstate_head) ? 1 : 0;
 	}
-	if (f->thread_id && !pw_read(&v, 8, f->ts + l->tstate_thread_id) && v == f->thread_id) {
-		f->found = f->ts;
-		return 1;
-	}
-	if (f->native_id && l->tstate_native_id &&
-	    !pw_read(&v, 8, f->ts + l->tstate_native_id) && v == f->native_id) {
-		f->found = f->ts;
-		return 1;
+	if ((f->thread_id && !pw_read(&v, 8, f->ts + l->tstate_thread_id) && v == f->thread_id) ||
+	    (f->native_id && l->tstate_native_id &&
+	     !pw_read(&v, 8, f->ts + l->tstate_native_id) && v == f->native_id)) {
+		if (pw_find_match(f))
+			return 1;
 	}
 	return pw_read(&f->ts, 8, f->ts + l->tstate_next) ? 1 : 0;
 }
@@ -77,7 +91,7 @@ static PW_INLINE __u64 pw_find_tstate(const struct py_proc *p, __u64 thread_id, 
 	if (pw_read(&f.ts, 8, f.interp + p->layout.interp_tstate_head))
 		return 0;
 	PW_LOOP(MAX_THREADS, pw_find_step, &f);
-	return f.found;
+	return f.found ? f.found : f.idle;
 }
 
 /* Does ts still belong to the thread (a cached pointer may be stale)? */
@@ -184,6 +198,145 @@ static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame,
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
 	if (w.frame)
 		w.flags |= SAMPLE_TRUNCATED;
+	*flags |= w.flags;
+	return w.n;
+}
+
+struct pw_coro {
+	const struct py_proc *p;
+	struct frame_rec *out; /* room for max frames */
+	struct pw_scratch *s;
+	__u64 gen;     /* generator to read next, 0 when done */
+	__u64 awaited; /* what the innermost generator awaits when it is not a generator */
+	__u32 n, max, flags;
+};
+
+static PW_INLINE __u64 pw_yf_target(const struct py_proc *p, __u64 yf, __u64 *awaited)
+{
+	const struct py_async_layout *a = &p->async;
+	__u64 type = 0, next = 0;
+
+	if (!yf || pw_read(&type, 8, yf + p->layout.object_type))
+		return 0;
+	if (type == p->coro_type || type == p->gen_type)
+		return yf;
+	if (type == p->asend_type && p->asend_type && !pw_read(&next, 8, yf + a->asend_gen))
+		return next;
+	if (type == p->corowrapper_type && p->corowrapper_type &&
+	    !pw_read(&next, 8, yf + a->corowrapper_coro))
+		return next;
+	*awaited = yf;
+	return 0;
+}
+
+/* What a suspended generator's frame (in s->frame) delegates to, 0 if nothing. */
+static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 state,
+				     struct pw_scratch *s)
+{
+	const struct py_layout *l = &p->layout;
+	const struct py_async_layout *a = &p->async;
+	__u64 code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)), co_code = 0, tos = 0, at;
+	__s32 lasti, depth;
+	__u8 op[2] = {};
+
+	switch (a->yf_kind) {
+	case PY_YF_LASTI_BYTES:
+	case PY_YF_LASTI_UNITS:
+		lasti = PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti));
+		if (lasti < 0 || pw_read(&co_code, 8, code + l->code_code))
+			return 0;
+		at = co_code + l->bytes_sval;
+		at += a->yf_kind == PY_YF_LASTI_BYTES ? (__u64)lasti + 2 : ((__u64)lasti + 1) * 2;
+		if (pw_read(op, 1, at) || op[0] != a->op_yield_from)
+			return 0;
+		if (a->yf_kind == PY_YF_LASTI_BYTES) {
+			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
+			if (!at)
+				return 0;
+			at -= 8;
+		} else {
+			depth = PW_LOAD(__s32, s->frame, PW_OFF(a->frame_stackdepth));
+			if (depth < 1)
+				return 0;
+			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) + (__u64)(depth - 1) * 8;
+		}
+		break;
+	case PY_YF_RESUME:
+		if (state != a->gen_suspended)
+			return 0;
+		at = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_lasti)) + 2;
+		if (pw_read(op, 2, at) || (op[0] != a->op_resume && op[0] != a->op_resume_alt) ||
+		    op[1] < 2)
+			return 0;
+		/* fall through */
+	case PY_YF_STATE:
+		if (state != a->gen_suspended)
+			return 0;
+		depth = PW_LOAD(__s32, s->frame, PW_OFF(a->frame_stackdepth));
+		if (depth < 1 || depth > 4096)
+			return 0;
+		at = frame + a->frame_stack + (__u64)(depth - 1) * 8;
+		break;
+	default:
+		return 0;
+	}
+	return pw_read(&tos, 8, at) ? 0 : tos;
+}
+
+static long pw_coro_step(__u32 i, void *ctx)
+{
+	struct pw_coro *w = ctx;
+	const struct py_proc *p = w->p;
+	const struct py_layout *l = &p->layout;
+	const struct py_async_layout *a = &p->async;
+	struct pw_scratch *s = w->s;
+	__u64 gen = w->gen, frame = 0, code, yf;
+	__s8 state = -1;
+	__u32 n = w->n;
+
+	(void)i;
+	w->gen = 0;
+	if (!gen || n >= w->max || n >= MAX_FRAMES)
+		return 1;
+	if (l->frame_kind == PY_FRAMES_OBJECT) {
+		if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
+			return 1; /* finished */
+	} else {
+		if (pw_read(&state, 1, gen + a->gen_frame_state) || state >= 0)
+			return 1; /* executing (its frames are on a thread's stack) or finished */
+		frame = gen + a->gen_frame;
+	}
+	if (pw_read(s->frame, PW_READ_MAX, frame)) {
+		w->flags |= SAMPLE_READ_ERR;
+		return 1;
+	}
+	if (a->frame_state && (__s8)s->frame[PW_OFF(a->frame_state)] >= 0)
+		return 1; /* 3.10: executing or finished */
+	if (a->yf_kind == PY_YF_LASTI_BYTES && !PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) &&
+	    PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0)
+		return 1; /* 3.8-3.9: executing */
+	code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code));
+	w->out[n].code = code;
+	w->out[n].instr = pw_instr(l, s->frame, code);
+	yf = pw_yield_from(p, frame, state, s);
+	w->out[n].fp = pw_code_fp(p, code, s);
+	w->n = n + 1;
+	w->gen = pw_yf_target(p, yf, &w->awaited);
+	return w->gen ? 0 : 1;
+}
+
+/* Walks a suspended coroutine and what it awaits, outermost first, into out[0..max).
+ * Returns the number of frames; *awaited gets the object the innermost one awaits when
+ * that is not a coroutine (a future's iterator, say), else 0. */
+static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct frame_rec *out,
+				    __u32 max, struct pw_scratch *s, __u64 *awaited, __u32 *flags)
+{
+	struct pw_coro w = { .p = p, .out = out, .s = s, .gen = coro, .max = max };
+
+	PW_LOOP(MAX_FRAMES, pw_coro_step, &w);
+	if (w.gen)
+		w.flags |= SAMPLE_TRUNCATED;
+	*awaited = w.awaited;
 	*flags |= w.flags;
 	return w.n;
 }

@@ -118,6 +118,9 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 		flags |= SAMPLE_READ_ERR;
 	} else {
 		n = pw_walk_frames(p, frame, sc->s.frames, &sc->pw, &flags);
+		/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
+		if (!frame)
+			bpf_map_delete_elem(&tstates, &id);
 	}
 	if (flags & SAMPLE_TRUNCATED)
 		stat_inc(STAT_TRUNCATED);

@@ -3,6 +3,7 @@
 #ifndef ASYNCBPF_H
 #define ASYNCBPF_H
 
+#include "pyasync.h"
 #include "pylayout.h"
 
 #define MAX_FRAMES 256   /* frames kept per sample; deeper stacks are marked truncated */
@@ -14,7 +15,10 @@
 struct py_proc {
 	__u64 runtime;   /* address of _PyRuntime in the process */
 	__u64 code_type; /* address of PyCode_Type, 0 when unknown (no type check) */
+	/* generator types the coroutine walk steps through; 0 when unknown */
+	__u64 coro_type, gen_type, asend_type, corowrapper_type;
 	struct py_layout layout;
+	struct py_async_layout async; /* zero (yf_kind 0) until known */
 };
 
 /* One Python frame. fp guards the symbol cache against code-object address reuse. */

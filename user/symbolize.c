@@ -9,28 +9,7 @@
 #include "pystr.h"
 #include "symbolize.h"
 
-/* pywalk.h gives the fingerprint exactly as the sampler computes it. */
-static _Thread_local pid_t pw_pid;
-
-static int pw_read(void *dst, __u32 len, __u64 addr)
-{
-	return mem_read(pw_pid, addr, dst, len) ? -1 : 0;
-}
-
-#define PW_INLINE inline __attribute__((unused))
-#define PW_LOAD(type, buf, off)                                                                    \
-	({                                                                                         \
-		type v_;                                                                           \
-		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
-		v_;                                                                                \
-	})
-#define PW_LOOP(max, fn, ctx)                                                                      \
-	do {                                                                                       \
-		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
-			if ((fn)(i_, (ctx)))                                                       \
-				break;                                                             \
-	} while (0)
-#include "pywalk.h"
+#include "vmwalk.h"
 
 #define CODE_READ_MAX 1024
 
@@ -149,7 +128,7 @@ static void code_read(struct py_code *c, const struct py_target *t, uint64_t cod
 	if (fp == FP_INVALID)
 		return;
 	/* Same computation as the sampler's, PyCode_Type check included. */
-	pw_pid = t->pid;
+	vmwalk_target(t->pid);
 	if (pw_code_fp(&t->proc, code, &scratch) != fp)
 		return;
 	need = max_sz(l->code_firstlineno + 4u, l->code_filename + 8u);

@@ -22,28 +22,7 @@
 #include "symbolize.h"
 #include "unit.h"
 
-/* The sampler's own fingerprint code, reading the target through mem_read. */
-static pid_t pw_pid;
-
-static int pw_read(void *dst, __u32 len, __u64 addr)
-{
-	return mem_read(pw_pid, addr, dst, len) ? -1 : 0;
-}
-
-#define PW_INLINE inline __attribute__((unused))
-#define PW_LOAD(type, buf, off)                                                                    \
-	({                                                                                         \
-		type v_;                                                                           \
-		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
-		v_;                                                                                \
-	})
-#define PW_LOOP(max, fn, ctx)                                                                      \
-	do {                                                                                       \
-		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
-			if ((fn)(i_, (ctx)))                                                       \
-				break;                                                             \
-	} while (0)
-#include "pywalk.h"
+#include "vmwalk.h"
 
 #define MAX_CODES 128
 #define MAX_LINES 4096
@@ -516,7 +495,7 @@ static void test_interpreter(const char *py, struct code_truth *codes)
 		struct code_truth *c = &codes[i];
 		uint32_t fp = pw_code_fingerprint((__u32)c->firstlineno, c->filename, c->name);
 
-		pw_pid = r.pid;
+		vmwalk_target(r.pid);
 		CHECK(pw_code_fp(&t.proc, c->addr, &scratch) == fp,
 		      "%s: the sampler's fingerprint of code %d differs from Python's values", py,
 		      i);

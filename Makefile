@@ -74,7 +74,8 @@ demo: deps
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
 
-# user/py_layouts.c is committed; regenerate it from the installed interpreters' headers.
+# user/py_layouts.c and user/py_objmodel.c are committed; regenerate them from the installed
+# interpreters' headers (the script writes py_objmodel.c itself).
 layouts:
 	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
 

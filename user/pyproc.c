@@ -344,11 +344,22 @@ static int py_version(struct pyelf *py, uint32_t *hex, char *str, size_t len)
 	return err ? err : py_version_parse(str, hex);
 }
 
+/* Address of a data symbol of the runtime's ELF in the process, 0 when absent. */
+static uint64_t symbol_addr(struct inspect *in, struct pyelf *py, const char *name)
+{
+	uint64_t addr, size;
+
+	if (elf_symbol(py->e, name, ELF_DYNSYM | ELF_SYMTAB, &addr, &size) ||
+	    map_vaddr(in, py, addr, &addr))
+		return 0;
+	return addr;
+}
+
 static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, struct py_target *t)
 {
 	const struct py_layout *l;
 	char lwhy[256];
-	uint64_t addr, size, head;
+	uint64_t addr, head;
 	int err;
 
 	err = py_version(py, &t->version, t->version_str, sizeof(t->version_str));
@@ -361,11 +372,16 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	if (map_vaddr(in, py, py->runtime, &addr))
 		return say(in, PYPROC_ERROR, "_PyRuntime of %s is not mapped", py->map->path);
 	t->proc.runtime = addr;
-	t->proc.code_type = 0;
-	if (!elf_symbol(py->e, "PyCode_Type", ELF_DYNSYM | ELF_SYMTAB, &addr, &size) &&
-	    !map_vaddr(in, py, addr, &addr))
-		t->proc.code_type = addr;
+	t->proc.code_type = symbol_addr(in, py, "PyCode_Type");
+	t->proc.coro_type = symbol_addr(in, py, "PyCoro_Type");
+	t->proc.gen_type = symbol_addr(in, py, "PyGen_Type");
+	/* 3.13 keeps _PyCoroWrapper_Type static: found in .symtab only */
+	t->proc.asend_type = symbol_addr(in, py, "_PyAsyncGenASend_Type");
+	t->proc.corowrapper_type = symbol_addr(in, py, "_PyCoroWrapper_Type");
 	t->proc.layout = *l;
+	t->om = py_objmodel_find(t->version);
+	if (t->om)
+		t->proc.async = t->om->async;
 	err = mem_read(in->pid, t->proc.runtime + l->runtime_interp_head, &head, sizeof(head));
 	if (err)
 		return fail(in, err, "reading _PyRuntime");

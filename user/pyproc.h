@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "../bpf/asyncbpf.h"
+#include "py_objmodel.h"
 
 enum pyproc_status {
 	PYPROC_OK = 0,
@@ -26,7 +27,8 @@ struct py_target {
 	char binary[PATH_MAX];     /* ELF holding _PyRuntime, as the process maps it */
 	char comm[TASK_COMM_LEN];  /* process name */
 	unsigned long long start_time; /* /proc/PID/stat field 22, tells pid reuse apart */
-	struct py_proc proc;       /* what the BPF side gets: runtime, PyCode_Type, layout */
+	struct py_proc proc;       /* what the BPF side gets: runtime, type addresses, layouts */
+	const struct py_objmodel *om; /* object model of the version, NULL if none */
 };
 
 /* Inspects pid. On PYPROC_OK fills *t. Otherwise why gets a one-line reason (no

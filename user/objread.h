@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Reading Python objects of another process: types, strings, ints, containers, dicts,
+ * instance attributes and modules, bounded and checked; every call can fail cleanly on
+ * memory that changes or was never an object. */
+#ifndef ASYNCBPF_OBJREAD_H
+#define ASYNCBPF_OBJREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "py_objmodel.h"
+#include "pyproc.h"
+
+#define OBJ_MAX_ITEMS 65536 /* largest container walked */
+
+struct objread {
+	pid_t pid;
+	uint32_t version;
+	uint64_t runtime;
+	const struct py_layout *l;
+	const struct py_objmodel *m;
+};
+
+/* Sets up a reader for a discovered target; -ENOTSUP when no object model is known. */
+int objread_init(struct objread *r, const struct py_target *t);
+
+int obj_ptr(const struct objread *r, uint64_t addr, uint64_t *out);
+int obj_type(const struct objread *r, uint64_t obj, uint64_t *type);
+/* tp_name of a type ("_asyncio.Task", "TaskGroup"). */
+int obj_type_name(const struct objread *r, uint64_t type, char *buf, size_t len);
+/* 1 when obj's type or one of its bases (tp_base chain) is named name, else 0; <0 on error.
+ * name matches the whole tp_name or the part after its last dot. */
+int obj_isinstance(const struct objread *r, uint64_t obj, const char *name);
+
+int obj_str(const struct objread *r, uint64_t obj, char **out); /* malloc'd UTF-8 */
+int obj_long(const struct objread *r, uint64_t obj, int64_t *out);
+
+/* Items of a tuple or list, at most max; *n gets how many were stored. */
+int obj_items(const struct objread *r, uint64_t obj, uint64_t *items, size_t max, size_t *n);
+/* Keys of a set (or frozenset), at most max. */
+int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max,
+		  size_t *n);
+/* Items of a collections.deque (its first block only: up to 64), at most max. */
+int obj_deque_items(const struct objread *r, uint64_t dq, uint64_t *items, size_t max,
+		    size_t *n);
+
+/* Value for a str key in a dict; -ENOENT if absent. */
+int obj_dict_get(const struct objread *r, uint64_t dict, const char *key, uint64_t *value);
+/* Key/value pairs of a dict, at most max. */
+int obj_dict_items(const struct objread *r, uint64_t dict, uint64_t *keys, uint64_t *values,
+		   size_t max, size_t *n);
+
+/* An instance attribute: the instance dict (whatever the version keeps it as), then
+ * __slots__ members along the type's bases. -ENOENT if absent. */
+int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_t *value);
+
+/* sys.modules[name] of the main interpreter, and a module's global. */
+int obj_module(const struct objread *r, const char *name, uint64_t *module);
+int obj_module_attr(const struct objread *r, uint64_t module, const char *name,
+		    uint64_t *value);
+
+int obj_weakref_target(const struct objread *r, uint64_t ref, uint64_t *target);
+int obj_cell(const struct objread *r, uint64_t cell, uint64_t *value);
+/* A function's closure cells' contents, at most max. */
+int obj_closure(const struct objread *r, uint64_t func, uint64_t *values, size_t max,
+		size_t *n);
+
+#endif

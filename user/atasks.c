@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atasks.h"
+#include "vmwalk.h"
+
+#define MAX_SNAPSHOT_TASKS 65536
+#define MAX_CALLBACKS 64
+#define MAX_REACH 64 /* objects examined per task while looking for its awaiters */
+#define MAX_DEPTH 6
+#define FUT_PENDING 0
+
+struct reach {
+	const struct objread *r;
+	struct atasks *a;
+	struct atask *child;
+	uint64_t seen[MAX_REACH];
+	size_t nseen;
+};
+
+static void add_parent(struct atask *child, uint64_t parent)
+{
+	if (parent == child->addr)
+		return;
+	for (uint32_t i = 0; i < child->nparents; i++)
+		if (child->parents[i] == parent)
+			return;
+	if (child->nparents < ATASK_MAX_PARENTS)
+		child->parents[child->nparents++] = parent;
+}
+
+static int seen(struct reach *x, uint64_t obj)
+{
+	for (size_t i = 0; i < x->nseen; i++)
+		if (x->seen[i] == obj)
+			return 1;
+	if (x->nseen == MAX_REACH)
+		return 1;
+	x->seen[x->nseen++] = obj;
+	return 0;
+}
+
+static void reach_callbacks(struct reach *x, uint64_t fut, int depth);
+
+/* A future that is not a task: whoever its completion wakes awaits the child. */
+static void reach_future(struct reach *x, uint64_t obj, int depth)
+{
+	if (obj_isinstance(x->r, obj, "_asyncio.Task") == 1) {
+		/* a task in a callback's reach is a sibling or the child, never an awaiter */
+		return;
+	}
+	if (obj_isinstance(x->r, obj, "_asyncio.Future") == 1) {
+		reach_callbacks(x, obj, depth + 1);
+		return;
+	}
+	/* as_completed: completions go through a Queue whose getter futures the iterating
+	 * task awaits */
+	if (obj_isinstance(x->r, obj, "Queue") == 1) {
+		uint64_t getters, items[16];
+		size_t n = 0;
+
+		if (!obj_getattr(x->r, obj, "_getters", &getters) &&
+		    !obj_deque_items(x->r, getters, items, 16, &n))
+			for (size_t i = 0; i < n; i++)
+				reach_future(x, items[i], depth + 1);
+	}
+}
+
+/* One done-callback of a future: which tasks does calling it wake, directly or not? */
+static void reach_callback(struct reach *x, uint64_t cb, int depth)
+{
+	const struct objread *r = x->r;
+	const struct py_objmodel *m = r->m;
+	uint64_t type, v, vals[16];
+	char tname[64];
+	size_t n = 0;
+
+	if (!cb || depth > MAX_DEPTH || seen(x, cb) || obj_type(r, cb, &type) ||
+	    obj_type_name(r, type, tname, sizeof(tname)))
+		return;
+	if (!strcmp(tname, "TaskWakeupMethWrapper")) { /* 3.8-3.9 */
+		if (!obj_ptr(r, cb + m->async.wakeup_task, &v))
+			add_parent(x->child, v);
+	} else if (!strcmp(tname, "builtin_function_or_method")) {
+		uint64_t ml, name;
+		char buf[16] = {};
+
+		/* 3.10+: a PyCFunction of task_wakeup bound to the awaiting task */
+		if (!obj_ptr(r, cb + m->cfunc_ml, &ml) && ml &&
+		    !obj_ptr(r, ml + m->methoddef_name, &name) && name &&
+		    !mem_read(r->pid, name, buf, 12) && !memcmp(buf, "task_wakeup", 12) &&
+		    !obj_ptr(r, cb + m->cfunc_self, &v))
+			add_parent(x->child, v);
+	} else if (!strcmp(tname, "function")) {
+		/* gather's _done_callback, shield's _inner_done_callback, wait's and
+		 * as_completed's _on_completion: the future they complete is in a cell */
+		if (!obj_closure(r, cb, vals, 16, &n))
+			for (size_t i = 0; i < n; i++)
+				if (vals[i])
+					reach_future(x, vals[i], depth);
+	} else if (!strcmp(tname, "method")) {
+		uint64_t self;
+
+		if (obj_ptr(r, cb + m->method_self, &self) || !self)
+			return;
+		/* TaskGroup._on_task_done: the group knows its parent task */
+		if (obj_isinstance(r, self, "TaskGroup") == 1 &&
+		    !obj_getattr(r, self, "_parent_task", &v) && v)
+			add_parent(x->child, v);
+		/* 3.13 as_completed: _AsCompletedIterator._handle_completion */
+		else if (!obj_getattr(r, self, "_done", &v) && v)
+			reach_future(x, v, depth);
+	} else if (!strcmp(tname, "functools.partial")) {
+		/* wait_for before 3.12: partial(_release_waiter, waiter) */
+		if (!obj_ptr(r, cb + m->partial_args, &v) && v && !obj_items(r, v, vals, 16, &n))
+			for (size_t i = 0; i < n; i++)
+				reach_future(x, vals[i], depth);
+	}
+}
+
+static void reach_callbacks(struct reach *x, uint64_t fut, int depth)
+{
+	const struct py_async_layout *a = &x->r->m->async;
+	uint64_t cb0, list, items[MAX_CALLBACKS], pair[2];
+	size_t n = 0;
+
+	if (depth > MAX_DEPTH)
+		return;
+	if (!obj_ptr(x->r, fut + a->fut_callback0, &cb0) && cb0)
+		reach_callback(x, cb0, depth);
+	if (obj_ptr(x->r, fut + a->fut_callbacks, &list) || !list ||
+	    obj_items(x->r, list, items, MAX_CALLBACKS, &n))
+		return;
+	/* entries are (callback, context) tuples */
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		if (!obj_items(x->r, items[i], pair, 2, &k) && k >= 1)
+			reach_callback(x, pair[0], depth);
+	}
+}
+
+static int add_task(struct atasks *a, uint64_t addr)
+{
+	if (!addr || atasks_find(a, addr))
+		return 0;
+	if (a->n == MAX_SNAPSHOT_TASKS)
+		return -E2BIG;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct atask *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	memset(&a->v[a->n], 0, sizeof(a->v[0]));
+	a->v[a->n++].addr = addr;
+	return 0;
+}
+
+struct atask *atasks_find(struct atasks *a, uint64_t addr)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].addr == addr)
+			return &a->v[i];
+	return NULL;
+}
+
+/* Tasks a WeakSet (or set) of the _asyncio module refers to. */
+static int collect(const struct objread *r, uint64_t mod, const char *name, struct atasks *a)
+{
+	uint64_t obj, set, *items;
+	size_t n = 0;
+	int weak, ret;
+
+	if (obj_module_attr(r, mod, name, &obj))
+		return 0;
+	weak = obj_isinstance(r, obj, "WeakSet") == 1;
+	if (weak && obj_getattr(r, obj, "data", &set))
+		return -EINVAL;
+	items = malloc(MAX_SNAPSHOT_TASKS * sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	ret = obj_set_items(r, weak ? set : obj, items, MAX_SNAPSHOT_TASKS, &n);
+	for (size_t i = 0; !ret && i < n; i++) {
+		uint64_t task = items[i];
+
+		if (weak && obj_weakref_target(r, items[i], &task))
+			continue;
+		if (obj_isinstance(r, task, "_asyncio.Task") == 1)
+			ret = add_task(a, task);
+	}
+	free(items);
+	return ret;
+}
+
+static int collect_current(const struct objread *r, uint64_t mod, struct atasks *a)
+{
+	uint64_t dict, tasks[64];
+	size_t n = 0;
+	int ret = 0;
+
+	if (obj_module_attr(r, mod, "_current_tasks", &dict) ||
+	    obj_dict_items(r, dict, NULL, tasks, 64, &n))
+		return 0;
+	for (size_t i = 0; !ret && i < n; i++)
+		if (obj_isinstance(r, tasks[i], "_asyncio.Task") == 1)
+			ret = add_task(a, tasks[i]);
+	return ret;
+}
+
+static char *task_name(const struct objread *r, uint64_t task)
+{
+	uint64_t name;
+	int64_t num;
+	char *s = NULL;
+
+	if (obj_ptr(r, task + r->m->async.task_name, &name) || !name)
+		return strdup("?");
+	if (!obj_str(r, name, &s))
+		return s;
+	/* 3.12+ keeps the counter and formats Task-N only when asked */
+	if (!obj_long(r, name, &num) && asprintf(&s, "Task-%" PRId64, num) > 0)
+		return s;
+	return strdup("?");
+}
+
+/* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
+static int read_task(const struct objread *r, const struct py_target *t, struct atask *k)
+{
+	const struct py_async_layout *a = &r->m->async;
+	struct pw_scratch s;
+	__u64 awaited = 0;
+	int32_t state;
+
+	if (mem_read(r->pid, k->addr + a->fut_state, &state, sizeof(state)) ||
+	    obj_ptr(r, k->addr + a->task_coro, &k->coro) ||
+	    obj_ptr(r, k->addr + a->task_fut_waiter, &k->waiter))
+		return -EFAULT;
+	if (state != FUT_PENDING)
+		return 0;
+	k->name = task_name(r, k->addr);
+	vmwalk_target(r->pid);
+	k->nframes = pw_walk_coro(&t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s, &awaited,
+				  &k->flags);
+	k->awaited = awaited;
+	return 1;
+}
+
+static int by_name(const void *x, const void *y)
+{
+	const struct atask *a = x, *b = y;
+
+	return strverscmp(a->name ? a->name : "", b->name ? b->name : "");
+}
+
+int atasks_snapshot(const struct py_target *t, struct atasks *a, char *why, size_t len)
+{
+	struct objread r;
+	uint64_t mod, fut_type, task_type;
+	size_t kept = 0;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	if (objread_init(&r, t)) {
+		snprintf(why, len, "pid %d: no object model for Python %s", t->pid, t->version_str);
+		return -1;
+	}
+	ret = obj_module(&r, "_asyncio", &mod);
+	if (ret == -ENOENT)
+		return 0; /* asyncio not imported: no tasks */
+	a->asyncio = 1;
+	if (ret) {
+		snprintf(why, len, "pid %d: cannot read sys.modules: %s", t->pid, strerror(-ret));
+		return -1;
+	}
+	if (obj_module_attr(&r, mod, "Future", &fut_type) ||
+	    obj_module_attr(&r, mod, "Task", &task_type) ||
+	    py_objmodel_check_asyncio(t->om, t->pid, fut_type, task_type, why, len))
+		return -1;
+	if ((ret = collect(&r, mod, "_all_tasks", a)) ||
+	    (ret = collect(&r, mod, "_scheduled_tasks", a)) ||
+	    (ret = collect(&r, mod, "_eager_tasks", a)) || (ret = collect_current(&r, mod, a))) {
+		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
+		atasks_free(a);
+		return -1;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		int st = read_task(&r, t, &a->v[i]);
+
+		if (st < 0)
+			a->unreadable++;
+		if (st == 1)
+			a->v[kept++] = a->v[i];
+	}
+	a->n = kept;
+	for (size_t i = 0; i < a->n; i++) {
+		struct reach x = { .r = &r, .a = a, .child = &a->v[i] };
+
+		reach_callbacks(&x, a->v[i].addr, 0);
+	}
+	/* the lists are hash-ordered: name order makes the output stable */
+	qsort(a->v, a->n, sizeof(*a->v), by_name);
+	/* keep only awaiters that are tasks of this snapshot */
+	for (size_t i = 0; i < a->n; i++) {
+		struct atask *k = &a->v[i];
+		uint32_t np = 0;
+
+		for (uint32_t j = 0; j < k->nparents; j++)
+			if (atasks_find(a, k->parents[j]))
+				k->parents[np++] = k->parents[j];
+		k->nparents = np;
+	}
+	return 0;
+}
+
+void atasks_free(struct atasks *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i].name);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}

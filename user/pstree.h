@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The await tree of a task snapshot, printed like CPython 3.14's
+ * `python -m asyncio pstree PID`. */
+#ifndef ASYNCBPF_PSTREE_H
+#define ASYNCBPF_PSTREE_H
+
+#include <stdio.h>
+
+#include "atasks.h"
+#include "symbolize.h"
+
+/* Prints the tree to out and returns 0; on a cycle prints the cycles to err, in
+ * pstree's words, and returns 1; -1 when out of memory. */
+int pstree_print(FILE *out, FILE *err, struct atasks *a, const struct py_target *t,
+		 struct symtab *st);
+
+#endif

@@ -7,6 +7,8 @@
 #include "pylayout.h"
 
 #define MAX_FRAMES 256   /* frames kept per sample; deeper stacks are marked truncated */
+#define MAX_TASKS 16     /* tasks per stacked stack: the running one and its awaiters */
+#define MAX_CORO_FRAMES 128 /* suspended coroutine frames per sample, all awaiters together */
 #define MAX_THREADS 256  /* thread states examined when looking one up */
 #define MAX_PROCS 8192
 #define TASK_COMM_LEN 16
@@ -37,20 +39,65 @@ enum sample_flags {
 /* Frame fingerprint 0 means the code object could not be read or is not a code object. */
 #define FP_INVALID 0
 
+#define RUNNING_NONE 0xffff
+
 struct sample_hdr {
 	__u64 time_ns;
 	__u64 tstate;
 	__u32 pid; /* host tgid */
 	__u32 tid; /* host tid */
-	__u32 nframes;
+	__u32 nframes; /* thread frames, innermost first */
 	__u32 flags;
+	__u32 ncoro;   /* suspended coroutine frames of awaiting tasks, after the thread frames */
+	__u16 ntasks;  /* tasks[0] runs on this thread, tasks[1..] await it, outward */
+	__u16 running_idx; /* thread frame of tasks[0]'s coroutine, RUNNING_NONE if no task */
 	char comm[TASK_COMM_LEN]; /* thread name at sample time */
 };
 
-/* Built in per-CPU scratch, sent with only nframes frames. Innermost frame first. */
+enum task_flags {
+	TASK_ORIGIN = 1 << 0,    /* reached through its creator link, not an awaiter link */
+	TASK_ENDED = 1 << 1,     /* no longer alive: only its identity is known */
+	TASK_CYCLE = 1 << 2,     /* its awaiter is already in the chain: the walk ends here */
+	TASK_TRUNCATED = 1 << 3, /* more coroutine frames than recorded */
+	TASK_MORE = 1 << 4,      /* it has awaiters beyond MAX_TASKS */
+};
+
+/* A task as the sampler saw it: address and coroutine identify it (an address alone can
+ * be reused); name is the task_name object, resolved by userspace. */
+struct task_rec {
+	__u64 addr;
+	__u64 coro;
+	__u64 name;
+	__u16 first;   /* its coroutine frames: frames[first .. first + nframes) */
+	__u16 nframes;
+	__u32 flags;
+};
+
+/* Built in per-CPU scratch, sent up to the last frame used. */
 struct py_sample {
 	struct sample_hdr hdr;
-	struct frame_rec frames[MAX_FRAMES];
+	struct task_rec tasks[MAX_TASKS];
+	struct frame_rec frames[MAX_FRAMES + MAX_CORO_FRAMES];
+};
+
+/* Key of the per-process maps of tasks and coroutines. */
+struct task_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 addr;
+};
+
+enum link_kind {
+	LINK_AWAITER = 1, /* the parent awaits the child (directly or through a future) */
+	LINK_ORIGIN = 2,  /* the parent created the child */
+};
+
+/* child task -> parent, with the parent's coroutine to tell a reused address. */
+struct task_link {
+	__u64 parent;
+	__u64 parent_coro;
+	__u32 kind;
+	__u32 pad;
 };
 
 enum stat_idx {
@@ -61,6 +108,7 @@ enum stat_idx {
 	STAT_READ_ERR,      /* walks ended by a failed read */
 	STAT_LOST,          /* ring buffer full */
 	STAT_TSTATE_LOOKUP, /* thread-state cache misses (list walks) */
+	STAT_TASK,          /* samples in a task */
 	STAT_MAX,
 };
 

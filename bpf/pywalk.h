@@ -17,11 +17,22 @@
 #define PW_OFF(off) ((off) & (PW_READ_MAX - 1))
 /* Shim frames (3.12+) cost a loop step without a record; allow some per stack. */
 #define PW_MAX_STEPS (MAX_FRAMES + 64)
+/* capacity of a frame array that holds a thread's frames and then coroutine frames */
+#define PW_FRAMES_CAP (MAX_FRAMES + MAX_CORO_FRAMES)
+
+#define PW_MAX_GENS 32 /* generator frames remembered per thread walk */
+/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11, 3.12 and 3.13 */
+#define PW_OWNED_BY_GENERATOR 1
 
 struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
 	__u8 frame[2 * PW_READ_MAX];
 	__u8 code[2 * PW_READ_MAX];
+	/* generator (coroutine) frames of the last thread walk, innermost first: the
+	 * generator object and the index of its frame record */
+	__u64 gen[PW_MAX_GENS];
+	__u32 gen_idx[PW_MAX_GENS];
+	__u32 ngens;
 };
 
 static PW_INLINE __u32 pw_code_fingerprint(__u32 firstlineno, __u64 filename, __u64 name)
@@ -164,15 +175,15 @@ static long pw_walk_step(__u32 i, void *ctx)
 	struct pw_walk *w = ctx;
 	const struct py_layout *l = &w->p->layout;
 	struct pw_scratch *s = w->s;
-	__u32 len = l->frame_read, n = w->n;
-	__u64 code;
+	__u32 len = l->frame_read, n = w->n, g;
+	__u64 code, cur = w->frame, gen = 0;
 
 	(void)i;
-	if (!w->frame || n >= MAX_FRAMES)
+	if (!cur || n >= MAX_FRAMES)
 		return 1;
 	if (len > PW_READ_MAX)
 		len = PW_READ_MAX;
-	if (pw_read(s->frame, len, w->frame)) {
+	if (pw_read(s->frame, len, cur)) {
 		w->flags |= SAMPLE_READ_ERR;
 		w->frame = 0;
 		return 1;
@@ -181,6 +192,19 @@ static long pw_walk_step(__u32 i, void *ctx)
 	w->frame = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_back));
 	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] == l->owner_cstack)
 		return 0;
+	if (l->frame_kind == PY_FRAMES_OBJECT) {
+		if (w->p->async.frame_gen)
+			gen = PW_LOAD(__u64, s->frame, PW_OFF(w->p->async.frame_gen));
+	} else if (w->p->async.yf_kind &&
+		   s->frame[PW_OFF(l->frame_owner)] == PW_OWNED_BY_GENERATOR) {
+		gen = cur - w->p->async.gen_frame;
+	}
+	g = s->ngens;
+	if (gen && g < PW_MAX_GENS) {
+		s->gen[g] = gen;
+		s->gen_idx[g] = n;
+		s->ngens = g + 1;
+	}
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
 	w->out[n].fp = pw_code_fp(w->p, code, s);
@@ -195,6 +219,7 @@ static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame,
 {
 	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame };
 
+	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
 	if (w.frame)
 		w.flags |= SAMPLE_TRUNCATED;
@@ -204,7 +229,7 @@ static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame,
 
 struct pw_coro {
 	const struct py_proc *p;
-	struct frame_rec *out; /* room for max frames */
+	struct frame_rec *out; /* records go to out[n..max), max <= PW_FRAMES_CAP */
 	struct pw_scratch *s;
 	__u64 gen;     /* generator to read next, 0 when done */
 	__u64 awaited; /* what the innermost generator awaits when it is not a generator */
@@ -296,7 +321,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 
 	(void)i;
 	w->gen = 0;
-	if (!gen || n >= w->max || n >= MAX_FRAMES)
+	if (!gen || n >= w->max || n >= PW_FRAMES_CAP)
 		return 1;
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
 		if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
@@ -325,20 +350,21 @@ static long pw_coro_step(__u32 i, void *ctx)
 	return w->gen ? 0 : 1;
 }
 
-/* Walks a suspended coroutine and what it awaits, outermost first, into out[0..max).
- * Returns the number of frames; *awaited gets the object the innermost one awaits when
- * that is not a coroutine (a future's iterator, say), else 0. */
+/* Walks a suspended coroutine and what it awaits, outermost first, into out[start..max)
+ * (max <= PW_FRAMES_CAP). Returns the number of frames; *awaited gets the object the
+ * innermost one awaits when that is not a coroutine (a future's iterator, say), else 0. */
 static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct frame_rec *out,
-				    __u32 max, struct pw_scratch *s, __u64 *awaited, __u32 *flags)
+				    __u32 start, __u32 max, struct pw_scratch *s, __u64 *awaited,
+				    __u32 *flags)
 {
-	struct pw_coro w = { .p = p, .out = out, .s = s, .gen = coro, .max = max };
+	struct pw_coro w = { .p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max };
 
-	PW_LOOP(MAX_FRAMES, pw_coro_step, &w);
+	PW_LOOP(MAX_CORO_FRAMES, pw_coro_step, &w);
 	if (w.gen)
 		w.flags |= SAMPLE_TRUNCATED;
 	*awaited = w.awaited;
 	*flags |= w.flags;
-	return w.n;
+	return w.n - start;
 }
 
 #endif

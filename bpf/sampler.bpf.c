@@ -61,6 +61,22 @@ struct {
 	__uint(max_entries, RB_BYTES);
 } events SEC(".maps");
 
+/* coroutine -> the task running it, from userspace snapshots and task creation */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, __u64);
+} coro_task SEC(".maps");
+
+/* task -> the task it is linked to: an awaiter (userspace) or its creator */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, struct task_link);
+} task_links SEC(".maps");
+
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -85,6 +101,138 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __
 	return ts;
 }
 
+/* Is gen the coroutine of a live task? Returns the task, 0 if not. */
+static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen)
+{
+	struct task_key key = { .pid = pid, .addr = gen };
+	__u64 *task = bpf_map_lookup_elem(&coro_task, &key), coro = 0, t;
+
+	if (!task)
+		return 0;
+	t = *task;
+	if (pw_read(&coro, 8, t + p->async.task_coro) || coro != gen)
+		return 0;
+	return t;
+}
+
+struct find_running {
+	const struct py_proc *p;
+	struct pw_scratch *s;
+	__u32 pid, idx;
+	__u64 task, coro;
+};
+
+static long find_running_step(__u32 i, void *ctx)
+{
+	struct find_running *f = ctx;
+	__u32 k = i & (PW_MAX_GENS - 1);
+	__u64 t;
+
+	if (i >= f->s->ngens)
+		return 1;
+	t = task_of(f->p, f->pid, f->s->gen[k]);
+	if (!t)
+		return 0;
+	f->task = t;
+	f->coro = f->s->gen[k];
+	f->idx = f->s->gen_idx[k];
+	return 1;
+}
+
+struct task_walk {
+	const struct py_proc *p;
+	struct py_sample *smp;
+	struct pw_scratch *s;
+	__u32 pid, n, used; /* tasks recorded, frames used */
+	__u64 cur, cur_coro;
+	__u32 cur_flags;
+};
+
+static long in_chain_step(__u32 i, void *ctx)
+{
+	struct task_walk *w = ctx;
+
+	if (i >= w->n)
+		return 1;
+	if (w->smp->tasks[i & (MAX_TASKS - 1)].addr == w->cur) {
+		w->cur_flags |= TASK_CYCLE;
+		return 1;
+	}
+	return 0;
+}
+
+/* Records the current task and steps to its parent; awaiters' coroutines are walked. */
+static long task_step(__u32 i, void *ctx)
+{
+	struct task_walk *w = ctx;
+	const struct py_proc *p = w->p;
+	struct task_key key = { .pid = w->pid, .addr = w->cur };
+	struct task_link *link;
+	struct task_rec *t;
+	__u32 n = w->n, flags = 0, nf = 0;
+	__u64 awaited, coro = 0;
+
+	if (n >= MAX_TASKS)
+		return 1;
+	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
+	t->addr = w->cur;
+	t->coro = w->cur_coro;
+	t->name = 0;
+	t->flags = w->cur_flags;
+	t->first = w->used;
+	t->nframes = 0;
+	w->n = n + 1;
+	if (w->cur_flags & (TASK_ENDED | TASK_CYCLE))
+		return 1;
+	pw_read(&t->name, 8, w->cur + p->async.task_name);
+	if (i > 0) {
+		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
+				  &awaited, &flags);
+		t->nframes = nf;
+		w->used += nf;
+		if (flags & SAMPLE_TRUNCATED)
+			t->flags |= TASK_TRUNCATED;
+	}
+	link = bpf_map_lookup_elem(&task_links, &key);
+	if (!link)
+		return 1;
+	if (n + 1 >= MAX_TASKS) {
+		t->flags |= TASK_MORE;
+		return 1;
+	}
+	w->cur = link->parent;
+	w->cur_coro = link->parent_coro;
+	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
+	if (pw_read(&coro, 8, w->cur + p->async.task_coro) || coro != w->cur_coro)
+		w->cur_flags |= TASK_ENDED;
+	bpf_loop(MAX_TASKS, in_chain_step, w, 0);
+	return 0;
+}
+
+/* If the thread runs an asyncio task: which, and the chain of tasks awaiting it. */
+static __always_inline void walk_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
+{
+	struct find_running f = { .p = p, .s = &sc->pw, .pid = pid };
+	struct task_walk w = { .p = p, .smp = &sc->s, .s = &sc->pw, .pid = pid };
+
+	sc->s.hdr.ntasks = 0;
+	sc->s.hdr.ncoro = 0;
+	sc->s.hdr.running_idx = RUNNING_NONE;
+	if (!p->async.yf_kind || !sc->pw.ngens)
+		return;
+	bpf_loop(PW_MAX_GENS, find_running_step, &f, 0);
+	if (!f.task)
+		return;
+	stat_inc(STAT_TASK);
+	w.cur = f.task;
+	w.cur_coro = f.coro;
+	w.used = sc->s.hdr.nframes;
+	bpf_loop(MAX_TASKS, task_step, &w, 0);
+	sc->s.hdr.running_idx = f.idx;
+	sc->s.hdr.ntasks = w.n;
+	sc->s.hdr.ncoro = w.used - sc->s.hdr.nframes;
+}
+
 SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data *ctx)
 {
@@ -106,6 +254,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
+	sc->pw.ngens = 0;
 
 	/* pthread_self() is the thread pointer, which CPython stores as tstate->thread_id:
 	 * this finds the state of threads that released the GIL too. */
@@ -134,7 +283,9 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc->s.hdr.flags = flags;
 	bpf_get_current_comm(sc->s.hdr.comm, sizeof(sc->s.hdr.comm));
 	sc->s.hdr.nframes = n;
-	size = sizeof(struct sample_hdr) + n * sizeof(struct frame_rec);
+	walk_tasks(p, pid, sc);
+	size = offsetof(struct py_sample, frames) +
+	       (sc->s.hdr.nframes + sc->s.hdr.ncoro) * sizeof(struct frame_rec);
 	/* keep clang from folding the bound into n, which the verifier then loses */
 	asm volatile("" : "+r"(size));
 	if (size > sizeof(struct py_sample))

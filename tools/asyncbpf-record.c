@@ -16,6 +16,7 @@
 #include "procfs.h"
 #include "record.h"
 #include "sampler.h"
+#include "tracker.h"
 #include "writers.h"
 
 #define EXIT_USAGE 1
@@ -24,6 +25,8 @@
 
 #define MAX_PIDS 1024
 #define SCAN_INTERVAL_MS 1000
+#define TASKS_INTERVAL 0.25   /* s between task snapshots of an asyncio process */
+#define NO_ASYNCIO_INTERVAL 5 /* s between checks that a process imported asyncio */
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
@@ -192,9 +195,35 @@ struct app {
 	struct opts *o;
 	struct record rec;
 	struct sampler *sampler;
+	struct tracker *tracker;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
 	char first_unexamined[512];
 };
+
+static double now_s(void);
+
+/* Reads the asyncio tasks of the targets that are due, so BPF can tell which task runs
+ * and who awaits it. */
+static void refresh_tasks(struct app *a)
+{
+	double t = now_s();
+
+	for (size_t i = 0; i < a->rec.ntargets; i++) {
+		struct target *tg = &a->rec.targets[i];
+		char why[512];
+		int ret;
+
+		if (tg->async_off || t < tg->next_refresh)
+			continue;
+		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
+		if (ret < 0) {
+			tg->async_off = 1;
+			err("warning: %s; its stacks are shown without asyncio tasks", why);
+			continue;
+		}
+		tg->next_refresh = now_s() + (ret ? TASKS_INTERVAL : NO_ASYNCIO_INTERVAL);
+	}
+}
 
 static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 {
@@ -255,6 +284,7 @@ static void reap(struct app *a, bool explicit_pids)
 		if (explicit_pids)
 			err("pid %d exited during the recording", pid);
 		sampler_del_proc(a->sampler, pid);
+		tracker_forget(a->tracker, pid);
 		record_del_target(&a->rec, pid);
 	}
 }
@@ -307,6 +337,9 @@ static void print_stats(struct app *a, double elapsed)
 			(unsigned long long)st.run_cnt);
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
+	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
+	fprintf(stderr, "unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator known)\n",
+		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 }
@@ -348,6 +381,12 @@ int main(int argc, char **argv)
 		return EXIT_ENV;
 	}
 
+	a.tracker = tracker_new(a.sampler, a.rec.names);
+	if (!a.tracker) {
+		err("out of memory");
+		rc = EXIT_ENV;
+		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -374,6 +413,7 @@ int main(int argc, char **argv)
 			break;
 		if (o.duration && (o.duration - (t - start)) * 1000 < wait_ms)
 			wait_ms = (int)((o.duration - (t - start)) * 1000) + 1;
+		refresh_tasks(&a);
 		rc = sampler_poll(a.sampler, wait_ms);
 		if (rc) {
 			err("reading samples: %s", strerror(-rc));
@@ -404,6 +444,7 @@ int main(int argc, char **argv)
 		print_stats(&a, now_s() - start);
 out:
 	discover_free(disc);
+	tracker_free(a.tracker);
 	sampler_close(a.sampler);
 	record_fini(&a.rec);
 	return rc ? EXIT_ENV : 0;

@@ -241,6 +241,9 @@ void profile_print_frame(FILE *f, const struct frame_sym *s)
 	case FRAME_PYTHON:
 		fprintf(f, "%s (%s:%d)", s->name, s->file ? s->file : "?", s->line);
 		break;
+	case FRAME_TASK:
+		fprintf(f, "<task %s>", s->name);
+		break;
 	default:
 		fputs(s->name, f);
 		break;

@@ -12,6 +12,7 @@ enum frame_kind {
 	FRAME_THREAD,  /* name = thread name, line = tid */
 	FRAME_PYTHON,  /* name = qualname, file, line */
 	FRAME_SPECIAL, /* name only: [truncated], [unknown], ... */
+	FRAME_TASK,    /* name = task name: a task boundary in a stacked stack */
 };
 
 struct frame_sym {

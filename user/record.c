@@ -5,15 +5,17 @@
 
 #include "record.h"
 
-/* process, thread, a marker, the frames, a leaf marker */
-#define MAX_IDS (MAX_FRAMES + 4)
+/* process, thread, a marker, the thread's frames, per task a boundary and two markers
+ * around its coroutine frames, a leaf marker */
+#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 6)
 
 int record_init(struct record *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->prof = profile_new();
 	r->syms = symtab_new();
-	if (!r->prof || !r->syms) {
+	r->names = tasknames_new();
+	if (!r->prof || !r->syms || !r->names) {
 		record_fini(r);
 		return -ENOMEM;
 	}
@@ -24,6 +26,7 @@ void record_fini(struct record *r)
 {
 	profile_free(r->prof);
 	symtab_free(r->syms);
+	tasknames_free(r->names);
 	free(r->targets);
 	memset(r, 0, sizeof(*r));
 }
@@ -69,12 +72,66 @@ void record_del_target(struct record *r, pid_t pid)
 	if (!tg)
 		return;
 	symtab_forget(r->syms, pid);
+	tasknames_forget(r->names, pid);
 	*tg = r->targets[--r->ntargets];
 }
 
 static uint32_t special(struct record *r, const char *name)
 {
 	return profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+}
+
+static uint32_t python_frame(struct record *r, struct target *tg, const struct frame_rec *f)
+{
+	const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
+
+	if (!c->valid)
+		return special(r, "[unknown]");
+	return profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
+			     py_code_line(c, tg->t.version, f->instr));
+}
+
+static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t)
+{
+	return profile_frame(r->prof, FRAME_TASK, tasknames_get(r->names, &tg->t, t), NULL, 0);
+}
+
+/* Root first: the thread's frames down to the running task's coroutine (the event loop's
+ * part), each awaiting task from the outermost with its suspended coroutine frames, then
+ * the running task and its frames down to the leaf. */
+static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s,
+		     uint32_t *ids, uint32_t n)
+{
+	const struct sample_hdr *h = &s->hdr;
+	uint32_t split, total = h->nframes + h->ncoro;
+
+	if (!h->ntasks || h->running_idx >= h->nframes) {
+		for (uint32_t i = h->nframes; i-- > 0;)
+			ids[n++] = python_frame(r, tg, &s->frames[i]);
+		return n;
+	}
+	split = h->running_idx + 1;
+	for (uint32_t i = h->nframes; i-- > split;)
+		ids[n++] = python_frame(r, tg, &s->frames[i]);
+	if (s->tasks[h->ntasks - 1].flags & TASK_MORE)
+		ids[n++] = special(r, "[more tasks]");
+	for (uint32_t k = h->ntasks; k-- > 1;) {
+		const struct task_rec *t = &s->tasks[k];
+
+		ids[n++] = task_frame(r, tg, t);
+		if (t->flags & TASK_CYCLE)
+			ids[n++] = special(r, "[cycle]");
+		for (uint32_t i = t->first; i < (uint32_t)t->first + t->nframes && i < total; i++)
+			ids[n++] = python_frame(r, tg, &s->frames[i]);
+		if (t->flags & TASK_TRUNCATED)
+			ids[n++] = special(r, "[truncated]");
+	}
+	if (!(s->tasks[h->ntasks - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
+		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[h->ntasks - 1]);
+	ids[n++] = task_frame(r, tg, &s->tasks[0]);
+	for (uint32_t i = split; i-- > 0;)
+		ids[n++] = python_frame(r, tg, &s->frames[i]);
+	return n;
 }
 
 void record_sample(struct record *r, const struct py_sample *s)
@@ -98,16 +155,7 @@ void record_sample(struct record *r, const struct py_sample *s)
 		ids[n++] = special(r, "[truncated]");
 	else if (h->flags & SAMPLE_READ_ERR)
 		ids[n++] = special(r, "[incomplete]");
-	for (uint32_t i = h->nframes; i-- > 0;) {
-		const struct frame_rec *f = &s->frames[i];
-		const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
-
-		if (c->valid)
-			ids[n++] = profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
-						 py_code_line(c, tg->t.version, f->instr));
-		else
-			ids[n++] = special(r, "[unknown]");
-	}
+	n = join(r, tg, s, ids, n);
 	if (h->flags & SAMPLE_NO_TSTATE)
 		ids[n++] = special(r, "[no Python thread state]");
 	else if (!h->nframes && !(h->flags & SAMPLE_READ_ERR))

@@ -10,20 +10,25 @@
 #include "profile.h"
 #include "pyproc.h"
 #include "symbolize.h"
+#include "tasknames.h"
 
 struct target {
 	struct py_target t;
 	uint32_t proc_frame; /* interned process frame */
 	uint64_t samples;
+	double next_refresh; /* when to read its asyncio tasks again */
+	int async_off;       /* its asyncio could not be read: flat stacks only */
 };
 
 struct record {
 	struct profile *prof;
 	struct symtab *syms;
+	struct tasknames *names;
 	struct target *targets;
 	size_t ntargets, cap;
 	uint64_t unknown_pid; /* samples of a pid no longer (or not yet) tracked */
 	uint64_t nomem;       /* samples dropped for lack of memory */
+	uint64_t root_tasks;  /* distinct tasks seen at the root of a chain (unlinked) */
 };
 
 int record_init(struct record *r);

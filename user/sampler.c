@@ -77,8 +77,10 @@ static int handle_record(void *ctx, void *data, size_t size)
 	struct sampler *s = ctx;
 	const struct py_sample *smp = data;
 
-	if (size < sizeof(smp->hdr) || smp->hdr.nframes > MAX_FRAMES ||
-	    size < sizeof(smp->hdr) + smp->hdr.nframes * sizeof(struct frame_rec)) {
+	if (size < offsetof(struct py_sample, frames) || smp->hdr.nframes > MAX_FRAMES ||
+	    smp->hdr.ncoro > MAX_CORO_FRAMES || smp->hdr.ntasks > MAX_TASKS ||
+	    size < offsetof(struct py_sample, frames) +
+			   (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec)) {
 		s->bad_records++;
 		return 0;
 	}
@@ -274,6 +276,41 @@ int sampler_del_proc(struct sampler *s, pid_t pid)
 	int ret = bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
 
 	return ret == -ENOENT ? 0 : ret;
+}
+
+static int del_ok(int ret)
+{
+	return ret == -ENOENT ? 0 : ret;
+}
+
+int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, uint64_t task)
+{
+	struct task_key key = { .pid = pid, .addr = coro };
+
+	return bpf_map__update_elem(s->skel->maps.coro_task, &key, sizeof(key), &task,
+				    sizeof(task), BPF_ANY);
+}
+
+int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro)
+{
+	struct task_key key = { .pid = pid, .addr = coro };
+
+	return del_ok(bpf_map__delete_elem(s->skel->maps.coro_task, &key, sizeof(key), 0));
+}
+
+int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l)
+{
+	struct task_key key = { .pid = pid, .addr = child };
+
+	return bpf_map__update_elem(s->skel->maps.task_links, &key, sizeof(key), l, sizeof(*l),
+				    BPF_ANY);
+}
+
+int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child)
+{
+	struct task_key key = { .pid = pid, .addr = child };
+
+	return del_ok(bpf_map__delete_elem(s->skel->maps.task_links, &key, sizeof(key), 0));
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms)

@@ -44,6 +44,12 @@ void sampler_close(struct sampler *s);
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler_del_proc(struct sampler *s, pid_t pid);
 
+/* The asyncio maps: which task runs a coroutine, and which task a task is linked to. */
+int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, uint64_t task);
+int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro);
+int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l);
+int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child);
+
 /* Delivers pending records to the callback, waiting up to timeout_ms; -errno on error. */
 int sampler_poll(struct sampler *s, int timeout_ms);
 

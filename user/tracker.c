@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atasks.h"
+#include "tracker.h"
+
+struct known {
+	uint64_t task, coro;
+};
+
+struct proc_tasks {
+	pid_t pid;
+	struct known *v;
+	size_t n;
+};
+
+struct tracker {
+	struct sampler *s;
+	struct tasknames *names;
+	struct proc_tasks *procs;
+	size_t nprocs;
+};
+
+static int by_identity(const void *a, const void *b)
+{
+	const struct known *x = a, *y = b;
+
+	if (x->task != y->task)
+		return x->task < y->task ? -1 : 1;
+	return (x->coro > y->coro) - (x->coro < y->coro);
+}
+
+struct tracker *tracker_new(struct sampler *s, struct tasknames *names)
+{
+	struct tracker *tr = calloc(1, sizeof(*tr));
+
+	if (tr) {
+		tr->s = s;
+		tr->names = names;
+	}
+	return tr;
+}
+
+void tracker_free(struct tracker *tr)
+{
+	if (!tr)
+		return;
+	for (size_t i = 0; i < tr->nprocs; i++)
+		free(tr->procs[i].v);
+	free(tr->procs);
+	free(tr);
+}
+
+static struct proc_tasks *proc(struct tracker *tr, pid_t pid)
+{
+	struct proc_tasks *p;
+
+	for (size_t i = 0; i < tr->nprocs; i++)
+		if (tr->procs[i].pid == pid)
+			return &tr->procs[i];
+	p = realloc(tr->procs, (tr->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	tr->procs = p;
+	p = &tr->procs[tr->nprocs++];
+	*p = (struct proc_tasks){ .pid = pid };
+	return p;
+}
+
+int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len)
+{
+	struct proc_tasks *pt = proc(tr, t->pid);
+	struct known *now;
+	struct atasks a;
+	int ret;
+
+	if (!pt) {
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	if (atasks_snapshot(t, &a, why, len))
+		return -1;
+	now = calloc(a.n ? a.n : 1, sizeof(*now));
+	if (!now) {
+		atasks_free(&a);
+		snprintf(why, len, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < a.n; i++) {
+		struct atask *k = &a.v[i];
+
+		now[i] = (struct known){ .task = k->addr, .coro = k->coro };
+		sampler_set_coro_task(tr->s, t->pid, k->coro, k->addr);
+		tasknames_learn(tr->names, t->pid, k->addr, k->coro, k->name);
+		if (k->nparents) {
+			struct atask *p = atasks_find(&a, k->parents[0]);
+			struct task_link l = { .parent = p->addr,
+					       .parent_coro = p->coro,
+					       .kind = LINK_AWAITER };
+
+			sampler_set_link(tr->s, t->pid, k->addr, &l);
+		}
+	}
+	/* tasks gone since the last snapshot: their entries go, links to them stay */
+	qsort(now, a.n, sizeof(*now), by_identity);
+	for (size_t j = 0; j < pt->n; j++) {
+		if (bsearch(&pt->v[j], now, a.n, sizeof(*now), by_identity))
+			continue;
+		sampler_del_coro_task(tr->s, t->pid, pt->v[j].coro);
+		sampler_del_link(tr->s, t->pid, pt->v[j].task);
+	}
+	free(pt->v);
+	pt->v = now;
+	pt->n = a.n;
+	ret = a.asyncio;
+	atasks_free(&a);
+	return ret;
+}
+
+void tracker_forget(struct tracker *tr, pid_t pid)
+{
+	for (size_t i = 0; i < tr->nprocs; i++) {
+		struct proc_tasks *pt = &tr->procs[i];
+
+		if (pt->pid != pid)
+			continue;
+		for (size_t j = 0; j < pt->n; j++) {
+			sampler_del_coro_task(tr->s, pid, pt->v[j].coro);
+			sampler_del_link(tr->s, pid, pt->v[j].task);
+		}
+		free(pt->v);
+		*pt = tr->procs[--tr->nprocs];
+		return;
+	}
+}

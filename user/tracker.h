@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Keeps the sampler's asyncio maps in step with the tasks of each process: which task
+ * runs which coroutine, and who awaits whom (read from memory by snapshots). */
+#ifndef ASYNCBPF_TRACKER_H
+#define ASYNCBPF_TRACKER_H
+
+#include <sys/types.h>
+
+#include "pyproc.h"
+#include "sampler.h"
+#include "tasknames.h"
+
+struct tracker;
+
+struct tracker *tracker_new(struct sampler *s, struct tasknames *names);
+void tracker_free(struct tracker *tr);
+
+/* Takes a snapshot of t's tasks and updates the maps: new tasks and links are added, a
+ * link is kept when its parent ends (the child keeps its last known parent), and the
+ * entries of tasks that ended are removed. 1 when the process uses asyncio, 0 when it
+ * has not imported it (yet); -1 with a reason when its asyncio cannot be read (the
+ * caller warns once and stops asking). */
+int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len);
+
+/* Drops every entry of pid (process exited). */
+void tracker_forget(struct tracker *tr, pid_t pid);
+
+#endif

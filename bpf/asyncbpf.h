@@ -19,6 +19,7 @@ struct py_proc {
 	__u64 code_type; /* address of PyCode_Type, 0 when unknown (no type check) */
 	/* generator types the coroutine walk steps through; 0 when unknown */
 	__u64 coro_type, gen_type, asend_type, corowrapper_type;
+	__u64 str_type, long_type; /* to copy task names, 0 when unknown */
 	struct py_layout layout;
 	struct py_async_layout async; /* zero (yf_kind 0) until known */
 };
@@ -92,12 +93,23 @@ enum link_kind {
 	LINK_ORIGIN = 2,  /* the parent created the child */
 };
 
-/* child task -> parent, with the parent's coroutine to tell a reused address. */
+enum name_kind {
+	NAME_NONE = 0,
+	NAME_ASCII = 1, /* name holds the characters, NUL-padded */
+	NAME_LONG = 2,  /* name holds a PyLong's size word then its digits (3.12+ Task-N) */
+};
+
+#define TASK_NAME_LEN 32
+
+/* child task -> parent, with the parent's coroutine to tell a reused address. A link
+ * made at creation carries the parent's name as it was then: the parent may be gone by
+ * the time a sample shows it. */
 struct task_link {
 	__u64 parent;
 	__u64 parent_coro;
 	__u32 kind;
-	__u32 pad;
+	__u32 name_kind;
+	char name[TASK_NAME_LEN];
 };
 
 enum stat_idx {
@@ -109,6 +121,7 @@ enum stat_idx {
 	STAT_LOST,          /* ring buffer full */
 	STAT_TSTATE_LOOKUP, /* thread-state cache misses (list walks) */
 	STAT_TASK,          /* samples in a task */
+	STAT_TASK_CREATED,  /* tasks created while recording (seen by the task_init probe) */
 	STAT_MAX,
 };
 

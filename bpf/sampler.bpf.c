@@ -42,9 +42,10 @@ struct {
 	__type(value, __u64);
 } tstates SEC(".maps");
 
+/* [0] for samples, [1] for task creation (a uprobe may run under a sample on the CPU) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
@@ -233,16 +234,109 @@ static __always_inline void walk_tasks(const struct py_proc *p, __u32 pid, struc
 	sc->s.hdr.ncoro = w.used - sc->s.hdr.nframes;
 }
 
+/* Walks the current thread's frames into sc; returns the thread state (0: none). */
+static __always_inline __u64 walk_thread(const struct py_proc *p, __u64 id, struct scratch *sc,
+					 __u32 *n, __u32 *flags)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 ts, frame;
+
+	sc->pw.ngens = 0;
+	/* pthread_self() is the thread pointer, which CPython stores as tstate->thread_id:
+	 * this finds the state of threads that released the GIL too. */
+	ts = thread_state(p, id, BPF_CORE_READ(task, thread.fsbase));
+	if (!ts) {
+		*flags |= SAMPLE_NO_TSTATE;
+	} else if (pw_current_frame(&p->layout, ts, &frame)) {
+		*flags |= SAMPLE_READ_ERR;
+	} else {
+		*n = pw_walk_frames(p, frame, sc->s.frames, &sc->pw, flags);
+		/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
+		if (!frame)
+			bpf_map_delete_elem(&tstates, &id);
+	}
+	return ts;
+}
+
+/* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task). */
+static __always_inline void copy_name(const struct py_proc *p, __u64 task, struct task_link *l)
+{
+	const struct py_layout *y = &p->layout;
+	__u64 name = 0, type = 0, len = 0;
+	__u32 state = 0;
+
+	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
+	    pw_read(&type, 8, name + y->object_type))
+		return;
+	if (type == p->long_type && p->long_type) {
+		/* ob_size or lv_tag, then the first digits: enough for any task counter */
+		if (!pw_read(l->name, sizeof(l->name), name + y->bytes_size))
+			l->name_kind = NAME_LONG;
+		return;
+	}
+	if (type != p->str_type || !p->str_type ||
+	    pw_read(&state, 4, name + y->unicode_state) ||
+	    pw_read(&len, 8, name + y->unicode_length))
+		return;
+	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
+	    len >= TASK_NAME_LEN)
+		return;
+	if (!pw_read(l->name, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+		l->name_kind = NAME_ASCII;
+}
+
+/* _asyncio.Task's tp_init(self, args, kwargs), attached per process by userspace: the
+ * new task is linked to the task running on this thread, its creator, and its
+ * coroutine (args[0]) is known at once. A fire-and-forget child keeps this link after
+ * its creator has returned, when nothing in memory relates them any more. */
+SEC("uprobe")
+int BPF_KPROBE(task_init, __u64 self, __u64 args)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, one = 1, n = 0, flags = 0;
+	struct find_running f = {};
+	struct task_key key = { .pid = pid };
+	struct task_link link = { .kind = LINK_ORIGIN };
+	struct py_proc *p = bpf_map_lookup_elem(&procs, &pid);
+	struct scratch *sc;
+	__s64 nargs = 0;
+	__u64 coro = 0;
+
+	if (!p || !p->async.yf_kind)
+		return 0;
+	/* PyTupleObject: ob_size at 16, ob_item at 24 on every supported 64-bit CPython */
+	if (bpf_probe_read_user(&nargs, 8, (void *)(args + 16)) || nargs < 1 ||
+	    bpf_probe_read_user(&coro, 8, (void *)(args + 24)) || !coro)
+		return 0;
+	key.addr = coro;
+	bpf_map_update_elem(&coro_task, &key, &self, BPF_ANY);
+	stat_inc(STAT_TASK_CREATED);
+
+	sc = bpf_map_lookup_elem(&scratch, &one);
+	if (!sc || !walk_thread(p, id, sc, &n, &flags))
+		return 0;
+	f.p = p;
+	f.s = &sc->pw;
+	f.pid = pid;
+	bpf_loop(PW_MAX_GENS, find_running_step, &f, 0);
+	if (!f.task || f.task == self)
+		return 0;
+	link.parent = f.task;
+	link.parent_coro = f.coro;
+	copy_name(p, f.task, &link);
+	key.addr = self;
+	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
+	return 0;
+}
+
 SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, zero = 0, n = 0, flags = 0;
-	__u64 size, wake;
-	struct task_struct *task;
+	__u64 size, wake, ts;
 	struct py_proc *p;
 	struct scratch *sc;
-	__u64 ts, frame;
 
 	stat_inc(STAT_SAMPLES);
 	if (!pid)
@@ -254,23 +348,9 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
-	sc->pw.ngens = 0;
-
-	/* pthread_self() is the thread pointer, which CPython stores as tstate->thread_id:
-	 * this finds the state of threads that released the GIL too. */
-	task = (struct task_struct *)bpf_get_current_task();
-	ts = thread_state(p, id, BPF_CORE_READ(task, thread.fsbase));
-	if (!ts) {
-		flags |= SAMPLE_NO_TSTATE;
+	ts = walk_thread(p, id, sc, &n, &flags);
+	if (flags & SAMPLE_NO_TSTATE)
 		stat_inc(STAT_NO_TSTATE);
-	} else if (pw_current_frame(&p->layout, ts, &frame)) {
-		flags |= SAMPLE_READ_ERR;
-	} else {
-		n = pw_walk_frames(p, frame, sc->s.frames, &sc->pw, &flags);
-		/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
-		if (!frame)
-			bpf_map_delete_elem(&tstates, &id);
-	}
 	if (flags & SAMPLE_TRUNCATED)
 		stat_inc(STAT_TRUNCATED);
 	if (flags & SAMPLE_READ_ERR)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atasks.h"
 #include "discover.h"
 #include "procfs.h"
 #include "record.h"
@@ -25,12 +26,12 @@
 
 #define MAX_PIDS 1024
 #define SCAN_INTERVAL_MS 1000
-#define TASKS_INTERVAL 0.25   /* s between task snapshots of an asyncio process */
-#define NO_ASYNCIO_INTERVAL 5 /* s between checks that a process imported asyncio */
+#define TASKS_INTERVAL 0.25 /* s between task snapshots of an asyncio process, and between
+			     * checks that a process has imported asyncio */
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed] [--stats] [-v]\n"
+	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -41,6 +42,8 @@ static const char usage[] =
 	"  -o, --output FILE      write here instead of stdout\n"
 	"      --format FORMAT    collapsed (default)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
+	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
+	"                         tasks whose creator returned then show as roots\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
@@ -54,6 +57,7 @@ struct opts {
 	const char *output;
 	enum out_format format;
 	bool stats, verbose;
+	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 };
 
 static volatile sig_atomic_t stop;
@@ -114,6 +118,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "format", required_argument, NULL, 'f' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "no-origins", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -122,6 +127,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	int c;
 
 	o->freq = 99;
+	o->origins = true;
 	o->format = OUT_COLLAPSED;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ap:F:d:o:vh", longopts, NULL)) != -1) {
@@ -169,6 +175,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'v':
 			o->verbose = true;
 			break;
+		case 'O':
+			o->origins = false;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -202,6 +211,30 @@ struct app {
 
 static double now_s(void);
 
+static int get_link(void *ctx, pid_t pid, uint64_t child, struct task_link *out)
+{
+	return sampler_get_link(ctx, pid, child, out);
+}
+
+/* Tasks created from now on are linked to their creators by a uprobe. */
+static void watch_creations(struct app *a, struct target *tg)
+{
+	char path[PATH_MAX + 64], why[256];
+	uint64_t off;
+	int ret;
+
+	tg->origins = 1;
+	ret = atasks_task_init(&tg->t, path, sizeof(path), &off);
+	if (!ret)
+		ret = sampler_attach_task_init(a->sampler, tg->t.pid, path, off);
+	if (ret) {
+		snprintf(why, sizeof(why), "%s", strerror(-ret));
+		err("warning: pid %d: cannot watch task creation (%s); tasks whose creator "
+		    "returned are shown as roots",
+		    tg->t.pid, why);
+	}
+}
+
 /* Reads the asyncio tasks of the targets that are due, so BPF can tell which task runs
  * and who awaits it. */
 static void refresh_tasks(struct app *a)
@@ -221,7 +254,9 @@ static void refresh_tasks(struct app *a)
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
 			continue;
 		}
-		tg->next_refresh = now_s() + (ret ? TASKS_INTERVAL : NO_ASYNCIO_INTERVAL);
+		if (ret && !tg->origins && a->o->origins)
+			watch_creations(a, tg);
+		tg->next_refresh = now_s() + TASKS_INTERVAL;
 	}
 }
 
@@ -338,6 +373,7 @@ static void print_stats(struct app *a, double elapsed)
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
+	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(stderr, "unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator known)\n",
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
@@ -381,6 +417,8 @@ int main(int argc, char **argv)
 		return EXIT_ENV;
 	}
 
+	a.rec.get_link = get_link;
+	a.rec.link_ctx = a.sampler;
 	a.tracker = tracker_new(a.sampler, a.rec.names);
 	if (!a.tracker) {
 		err("out of memory");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "atasks.h"
+#include "procmaps.h"
 #include "vmwalk.h"
 
 #define MAX_SNAPSHOT_TASKS 65536
@@ -326,4 +327,30 @@ void atasks_free(struct atasks *a)
 		free(a->v[i].name);
 	free(a->v);
 	memset(a, 0, sizeof(*a));
+}
+
+int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset)
+{
+	const struct procmap *pm;
+	struct procmaps maps;
+	struct objread r;
+	uint64_t mod, type, init;
+	int ret;
+
+	if (objread_init(&r, t))
+		return -ENOTSUP;
+	if ((ret = obj_module(&r, "_asyncio", &mod)) || (ret = obj_module_attr(&r, mod, "Task", &type)) ||
+	    (ret = obj_ptr(&r, type + r.m->type_init, &init)))
+		return ret;
+	if ((ret = procmaps_read(t->pid, &maps)))
+		return ret;
+	pm = procmaps_find(&maps, init);
+	if (!pm || !pm->path[0] || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
+		ret = -ENOENT;
+	else if (snprintf(path, len, "/proc/%d/root%s", t->pid, pm->path) >= (int)len)
+		ret = -ENAMETOOLONG;
+	else
+		*offset = init - pm->start + pm->offset;
+	procmaps_free(&maps);
+	return ret;
 }

@@ -37,6 +37,11 @@ struct atasks {
  * as_completed). 0 (possibly with no tasks: asyncio not imported) or -1 with a reason. */
 int atasks_snapshot(const struct py_target *t, struct atasks *out, char *why, size_t len);
 void atasks_free(struct atasks *a);
+
+/* Where the process's _asyncio.Task constructor (tp_init) is: the file as the process
+ * maps it (under /proc/PID/root) and the offset in it, for a uprobe. -ENOENT while
+ * asyncio is not imported. */
+int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset);
 struct atask *atasks_find(struct atasks *a, uint64_t addr);
 
 #endif

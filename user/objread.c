@@ -552,18 +552,34 @@ int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_
 	return slots_get(r, obj, type, name, value);
 }
 
-int obj_module(const struct objread *r, const char *name, uint64_t *module)
+static int sys_modules(const struct objread *r, uint64_t *modules)
 {
-	uint64_t interp, modules;
+	uint64_t interp;
 	int ret = obj_ptr(r, r->runtime + r->l->runtime_interp_head, &interp);
 
 	if (!ret && !interp)
 		return -EAGAIN;
 	if (!ret)
-		ret = obj_ptr(r, interp + r->m->interp_modules, &modules);
-	if (!ret && !modules)
+		ret = obj_ptr(r, interp + r->m->interp_modules, modules);
+	if (!ret && !*modules)
 		return -EAGAIN;
+	return ret;
+}
+
+int obj_module(const struct objread *r, const char *name, uint64_t *module)
+{
+	uint64_t modules;
+	int ret = sys_modules(r, &modules);
+
 	return ret ? ret : obj_dict_get(r, modules, name, module);
+}
+
+int obj_modules_count(const struct objread *r, int64_t *n)
+{
+	uint64_t modules;
+	int ret = sys_modules(r, &modules);
+
+	return ret ? ret : rd_ssize(r, modules + r->m->dict_used, n);
 }
 
 int obj_module_attr(const struct objread *r, uint64_t module, const char *name,

@@ -57,6 +57,8 @@ int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_
 
 /* sys.modules[name] of the main interpreter, and a module's global. */
 int obj_module(const struct objread *r, const char *name, uint64_t *module);
+/* len(sys.modules): a cheap way to tell that nothing was imported since last asked. */
+int obj_modules_count(const struct objread *r, int64_t *n);
 int obj_module_attr(const struct objread *r, uint64_t module, const char *name,
 		    uint64_t *value);
 

@@ -378,6 +378,8 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	/* 3.13 keeps _PyCoroWrapper_Type static: found in .symtab only */
 	t->proc.asend_type = symbol_addr(in, py, "_PyAsyncGenASend_Type");
 	t->proc.corowrapper_type = symbol_addr(in, py, "_PyCoroWrapper_Type");
+	t->proc.str_type = symbol_addr(in, py, "PyUnicode_Type");
+	t->proc.long_type = symbol_addr(in, py, "PyLong_Type");
 	t->proc.layout = *l;
 	t->om = py_objmodel_find(t->version);
 	if (t->om)

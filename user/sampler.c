@@ -18,8 +18,15 @@
 #define CAP_BPF_BIT 39
 #define CAP_SYS_ADMIN_BIT 21
 
+struct probe {
+	pid_t pid;
+	struct bpf_link *link;
+};
+
 struct sampler {
 	struct sampler_bpf *skel;
+	struct probe *probes;
+	size_t nprobes;
 	struct ring_buffer *rb;
 	struct bpf_link **links;
 	int nlinks;
@@ -254,6 +261,9 @@ void sampler_close(struct sampler *s)
 		return;
 	for (int i = 0; i < s->nlinks; i++)
 		bpf_link__destroy(s->links[i]);
+	for (size_t i = 0; i < s->nprobes; i++)
+		bpf_link__destroy(s->probes[i].link);
+	free(s->probes);
 	free(s->links);
 	ring_buffer__free(s->rb);
 	sampler_bpf__destroy(s->skel);
@@ -270,9 +280,33 @@ int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 				    BPF_ANY);
 }
 
+int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+{
+	struct probe *p = realloc(s->probes, (s->nprobes + 1) * sizeof(*p));
+	struct bpf_link *link;
+
+	if (!p)
+		return -ENOMEM;
+	s->probes = p;
+	link = bpf_program__attach_uprobe(s->skel->progs.task_init, false, pid, path, offset);
+	if (!link)
+		return -errno;
+	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
+	return 0;
+}
+
 int sampler_del_proc(struct sampler *s, pid_t pid)
 {
 	__u32 key = pid;
+
+	for (size_t i = 0; i < s->nprobes;) {
+		if (s->probes[i].pid != pid) {
+			i++;
+			continue;
+		}
+		bpf_link__destroy(s->probes[i].link);
+		s->probes[i] = s->probes[--s->nprobes];
+	}
 	int ret = bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
 
 	return ret == -ENOENT ? 0 : ret;
@@ -311,6 +345,14 @@ int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child)
 	struct task_key key = { .pid = pid, .addr = child };
 
 	return del_ok(bpf_map__delete_elem(s->skel->maps.task_links, &key, sizeof(key), 0));
+}
+
+int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out)
+{
+	struct task_key key = { .pid = pid, .addr = child };
+
+	return bpf_map__lookup_elem(s->skel->maps.task_links, &key, sizeof(key), out,
+				    sizeof(*out), 0);
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms)

@@ -49,6 +49,11 @@ int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, uint64_t 
 int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro);
 int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l);
 int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child);
+int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out);
+
+/* Links each new asyncio task of pid to its creator: a uprobe on _asyncio.Task's
+ * constructor at offset in path. Detached by sampler_del_proc. */
+int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
 
 /* Delivers pending records to the callback, waiting up to timeout_ms; -errno on error. */
 int sampler_poll(struct sampler *s, int timeout_ms);

@@ -15,6 +15,7 @@ struct proc_tasks {
 	pid_t pid;
 	struct known *v;
 	size_t n;
+	int64_t modules; /* len(sys.modules) when asyncio was last found missing, or -1 */
 };
 
 struct tracker {
@@ -66,7 +67,7 @@ static struct proc_tasks *proc(struct tracker *tr, pid_t pid)
 		return NULL;
 	tr->procs = p;
 	p = &tr->procs[tr->nprocs++];
-	*p = (struct proc_tasks){ .pid = pid };
+	*p = (struct proc_tasks){ .pid = pid, .modules = -1 };
 	return p;
 }
 
@@ -74,15 +75,24 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 {
 	struct proc_tasks *pt = proc(tr, t->pid);
 	struct known *now;
+	struct objread r;
 	struct atasks a;
+	int64_t modules;
 	int ret;
 
 	if (!pt) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
+	/* until asyncio is imported, look for it only when something new was imported */
+	if (pt->modules >= 0 && !objread_init(&r, t) && !obj_modules_count(&r, &modules) &&
+	    modules == pt->modules)
+		return 0;
 	if (atasks_snapshot(t, &a, why, len))
 		return -1;
+	pt->modules = -1;
+	if (!a.asyncio && !objread_init(&r, t) && obj_modules_count(&r, &pt->modules))
+		pt->modules = -1;
 	now = calloc(a.n ? a.n : 1, sizeof(*now));
 	if (!now) {
 		atasks_free(&a);

@@ -63,15 +63,26 @@ enum task_flags {
 	TASK_MORE = 1 << 4,      /* it has awaiters beyond MAX_TASKS */
 };
 
+#define TASK_NAME_LEN 32
+
+enum name_kind {
+	NAME_NONE = 0,
+	NAME_ASCII = 1, /* the characters, NUL-padded */
+	NAME_LONG = 2,  /* a PyLong's size word then its digits (3.12+ keeps Task-N as N) */
+};
+
 /* A task as the sampler saw it: address and coroutine identify it (an address alone can
- * be reused); name is the task_name object, resolved by userspace. */
+ * be reused). Its name is copied at sample time when it is a short ASCII str or a
+ * number; otherwise userspace reads the task_name object at name_obj. */
 struct task_rec {
 	__u64 addr;
 	__u64 coro;
-	__u64 name;
+	__u64 name_obj;
 	__u16 first;   /* its coroutine frames: frames[first .. first + nframes) */
 	__u16 nframes;
 	__u32 flags;
+	__u32 name_kind;
+	char name[TASK_NAME_LEN];
 };
 
 /* Built in per-CPU scratch, sent up to the last frame used. */
@@ -92,14 +103,6 @@ enum link_kind {
 	LINK_AWAITER = 1, /* the parent awaits the child (directly or through a future) */
 	LINK_ORIGIN = 2,  /* the parent created the child */
 };
-
-enum name_kind {
-	NAME_NONE = 0,
-	NAME_ASCII = 1, /* name holds the characters, NUL-padded */
-	NAME_LONG = 2,  /* name holds a PyLong's size word then its digits (3.12+ Task-N) */
-};
-
-#define TASK_NAME_LEN 32
 
 /* child task -> parent, with the parent's coroutine to tell a reused address. A link
  * made at creation carries the parent's name as it was then: the parent may be gone by

@@ -23,6 +23,9 @@
 #define PW_MAX_GENS 32 /* generator frames remembered per thread walk */
 /* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11, 3.12 and 3.13 */
 #define PW_OWNED_BY_GENERATOR 1
+/* FRAME_EXECUTING (3.11-3.13 gi_frame_state, 3.10 f_state) is 0: below it created or
+ * suspended, above it completed or cleared */
+#define PW_GEN_EXECUTING 0
 
 struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
@@ -323,27 +326,33 @@ static long pw_coro_step(__u32 i, void *ctx)
 	w->gen = 0;
 	if (!gen || n >= w->max || n >= PW_FRAMES_CAP)
 		return 1;
+	/* An executing generator (a task that runs right now) shows its own frame, as
+	 * CPython's pstree does, but what it awaits is not known: the chain ends there. */
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
 		if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
 			return 1; /* finished */
 	} else {
-		if (pw_read(&state, 1, gen + a->gen_frame_state) || state >= 0)
-			return 1; /* executing (its frames are on a thread's stack) or finished */
+		if (pw_read(&state, 1, gen + a->gen_frame_state) || state > PW_GEN_EXECUTING)
+			return 1; /* finished */
 		frame = gen + a->gen_frame;
 	}
 	if (pw_read(s->frame, PW_READ_MAX, frame)) {
 		w->flags |= SAMPLE_READ_ERR;
 		return 1;
 	}
-	if (a->frame_state && (__s8)s->frame[PW_OFF(a->frame_state)] >= 0)
-		return 1; /* 3.10: executing or finished */
-	if (a->yf_kind == PY_YF_LASTI_BYTES && !PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) &&
-	    PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0)
-		return 1; /* 3.8-3.9: executing */
+	if (a->frame_state) { /* 3.10 */
+		state = (__s8)s->frame[PW_OFF(a->frame_state)];
+		if (state > PW_GEN_EXECUTING)
+			return 1;
+	} else if (a->yf_kind == PY_YF_LASTI_BYTES &&
+		   !PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) &&
+		   PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0) {
+		state = PW_GEN_EXECUTING; /* 3.8-3.9: no value stack while running */
+	}
 	code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code));
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
-	yf = pw_yield_from(p, frame, state, s);
+	yf = state == PW_GEN_EXECUTING ? 0 : pw_yield_from(p, frame, state, s);
 	w->out[n].fp = pw_code_fp(p, code, s);
 	w->n = n + 1;
 	w->gen = pw_yf_target(p, yf, &w->awaited);

@@ -102,6 +102,38 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __
 	return ts;
 }
 
+/* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task) into
+ * buf; returns the name object. */
+static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u32 *kind,
+				       char *buf)
+{
+	const struct py_layout *y = &p->layout;
+	__u64 name = 0, type = 0, len = 0;
+	__u32 state = 0;
+
+	*kind = NAME_NONE;
+	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
+	    pw_read(&type, 8, name + y->object_type))
+		return name;
+	if (type == p->long_type && p->long_type) {
+		/* ob_size or lv_tag, then the first digits: enough for any task counter */
+		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
+			*kind = NAME_LONG;
+		return name;
+	}
+	if (type != p->str_type || !p->str_type ||
+	    pw_read(&state, 4, name + y->unicode_state) ||
+	    pw_read(&len, 8, name + y->unicode_length))
+		return name;
+	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
+	    len >= TASK_NAME_LEN)
+		return name;
+	__builtin_memset(buf, 0, TASK_NAME_LEN);
+	if (!pw_read(buf, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+		*kind = NAME_ASCII;
+	return name;
+}
+
 /* Is gen the coroutine of a live task? Returns the task, 0 if not. */
 static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen)
 {
@@ -147,6 +179,7 @@ struct task_walk {
 	__u32 pid, n, used; /* tasks recorded, frames used */
 	__u64 cur, cur_coro;
 	__u32 cur_flags;
+	const struct task_link *link; /* how cur was reached, NULL for the running task */
 };
 
 static long in_chain_step(__u32 i, void *ctx)
@@ -178,14 +211,23 @@ static long task_step(__u32 i, void *ctx)
 	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
 	t->addr = w->cur;
 	t->coro = w->cur_coro;
-	t->name = 0;
+	t->name_obj = 0;
 	t->flags = w->cur_flags;
 	t->first = w->used;
 	t->nframes = 0;
 	w->n = n + 1;
-	if (w->cur_flags & (TASK_ENDED | TASK_CYCLE))
+	if (w->cur_flags & TASK_ENDED) {
+		/* gone: the name its creation link recorded, if any */
+		t->name_kind = NAME_NONE;
+		if (w->link) {
+			t->name_kind = w->link->name_kind;
+			__builtin_memcpy(t->name, w->link->name, TASK_NAME_LEN);
+		}
 		return 1;
-	pw_read(&t->name, 8, w->cur + p->async.task_name);
+	}
+	t->name_obj = copy_name(p, w->cur, &t->name_kind, t->name);
+	if (w->cur_flags & TASK_CYCLE)
+		return 1;
 	if (i > 0) {
 		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
 				  &awaited, &flags);
@@ -201,6 +243,7 @@ static long task_step(__u32 i, void *ctx)
 		t->flags |= TASK_MORE;
 		return 1;
 	}
+	w->link = link;
 	w->cur = link->parent;
 	w->cur_coro = link->parent_coro;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
@@ -258,33 +301,6 @@ static __always_inline __u64 walk_thread(const struct py_proc *p, __u64 id, stru
 	return ts;
 }
 
-/* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task). */
-static __always_inline void copy_name(const struct py_proc *p, __u64 task, struct task_link *l)
-{
-	const struct py_layout *y = &p->layout;
-	__u64 name = 0, type = 0, len = 0;
-	__u32 state = 0;
-
-	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
-	    pw_read(&type, 8, name + y->object_type))
-		return;
-	if (type == p->long_type && p->long_type) {
-		/* ob_size or lv_tag, then the first digits: enough for any task counter */
-		if (!pw_read(l->name, sizeof(l->name), name + y->bytes_size))
-			l->name_kind = NAME_LONG;
-		return;
-	}
-	if (type != p->str_type || !p->str_type ||
-	    pw_read(&state, 4, name + y->unicode_state) ||
-	    pw_read(&len, 8, name + y->unicode_length))
-		return;
-	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
-	    len >= TASK_NAME_LEN)
-		return;
-	if (!pw_read(l->name, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
-		l->name_kind = NAME_ASCII;
-}
-
 /* _asyncio.Task's tp_init(self, args, kwargs), attached per process by userspace: the
  * new task is linked to the task running on this thread, its creator, and its
  * coroutine (args[0]) is known at once. A fire-and-forget child keeps this link after
@@ -323,7 +339,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 		return 0;
 	link.parent = f.task;
 	link.parent_coro = f.coro;
-	copy_name(p, f.task, &link);
+	copy_name(p, f.task, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	return 0;

@@ -211,11 +211,6 @@ struct app {
 
 static double now_s(void);
 
-static int get_link(void *ctx, pid_t pid, uint64_t child, struct task_link *out)
-{
-	return sampler_get_link(ctx, pid, child, out);
-}
-
 /* Tasks created from now on are linked to their creators by a uprobe. */
 static void watch_creations(struct app *a, struct target *tg)
 {
@@ -417,9 +412,7 @@ int main(int argc, char **argv)
 		return EXIT_ENV;
 	}
 
-	a.rec.get_link = get_link;
-	a.rec.link_ctx = a.sampler;
-	a.tracker = tracker_new(a.sampler, a.rec.names);
+	a.tracker = tracker_new(a.sampler);
 	if (!a.tracker) {
 		err("out of memory");
 		rc = EXIT_ENV;
@@ -441,6 +434,14 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* tasks already running are known before the first sample */
+	refresh_tasks(&a);
+	se = sampler_start(a.sampler, why, sizeof(why));
+	if (se) {
+		err("%s", why);
+		rc = EXIT_ENV;
+		goto out;
+	}
 	start = now_s();
 	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
 	while (!stop) {

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atasks.h"
 #include "procmaps.h"
+#include "tasknames.h"
 #include "vmwalk.h"
 
 #define MAX_SNAPSHOT_TASKS 65536
@@ -216,26 +216,13 @@ static int collect_current(const struct objread *r, uint64_t mod, struct atasks 
 	return ret;
 }
 
-static char *task_name(const struct objread *r, uint64_t task)
-{
-	uint64_t name;
-	int64_t num;
-	char *s = NULL;
-
-	if (obj_ptr(r, task + r->m->async.task_name, &name) || !name)
-		return strdup("?");
-	if (!obj_str(r, name, &s))
-		return s;
-	/* 3.12+ keeps the counter and formats Task-N only when asked */
-	if (!obj_long(r, name, &num) && asprintf(&s, "Task-%" PRId64, num) > 0)
-		return s;
-	return strdup("?");
-}
-
 /* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
 static int read_task(const struct objread *r, const struct py_target *t, struct atask *k)
 {
 	const struct py_async_layout *a = &r->m->async;
+	struct task_rec rec = {};
+	uint64_t name_obj;
+	char name[TASK_NAME_LEN + 32];
 	struct pw_scratch s;
 	__u64 awaited = 0;
 	int32_t state;
@@ -246,7 +233,13 @@ static int read_task(const struct objread *r, const struct py_target *t, struct 
 		return -EFAULT;
 	if (state != FUT_PENDING)
 		return 0;
-	k->name = task_name(r, k->addr);
+	if (obj_ptr(r, k->addr + a->task_name, &name_obj))
+		name_obj = 0;
+	rec.name_obj = name_obj;
+	task_name(t, &rec, name, sizeof(name));
+	k->name = strdup(name);
+	if (!k->name)
+		return -ENOMEM;
 	vmwalk_target(r->pid);
 	k->nframes = pw_walk_coro(&t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s, &awaited,
 				  &k->flags);
@@ -353,4 +346,38 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 		*offset = init - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;
+}
+
+int atasks_add_origins(struct atasks *a, const struct py_target *t,
+		       int (*get_link)(void *ctx, uint64_t child, struct task_link *out),
+		       void *ctx)
+{
+	size_t n = a->n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct task_rec rec = {};
+		struct task_link l;
+		struct atask *p;
+		char name[TASK_NAME_LEN + 32];
+		int ret;
+
+		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &l) || l.kind != LINK_ORIGIN)
+			continue;
+		p = atasks_find(a, l.parent);
+		if (!p || p->coro != l.parent_coro) {
+			if ((ret = add_task(a, l.parent)))
+				return ret;
+			p = &a->v[a->n - 1];
+			p->coro = l.parent_coro;
+			p->ended = 1;
+			rec.name_kind = l.name_kind;
+			memcpy(rec.name, l.name, sizeof(rec.name));
+			task_name(t, &rec, name, sizeof(name));
+			p->name = strdup(name);
+			if (!p->name)
+				return -ENOMEM;
+		}
+		a->v[i].parents[a->v[i].nparents++] = p->addr;
+	}
+	return 0;
 }

@@ -21,8 +21,9 @@ struct atask {
 	struct frame_rec frames[ATASK_MAX_FRAMES]; /* suspended coroutine chain, outermost first */
 	uint32_t nframes;
 	uint32_t flags;    /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
-	uint64_t parents[ATASK_MAX_PARENTS]; /* tasks that await it */
+	uint64_t parents[ATASK_MAX_PARENTS]; /* tasks that await it (or, alone, its creator) */
 	uint32_t nparents;
+	int ended;         /* not a task of the snapshot: a creator known from a link */
 };
 
 struct atasks {
@@ -37,6 +38,12 @@ struct atasks {
  * as_completed). 0 (possibly with no tasks: asyncio not imported) or -1 with a reason. */
 int atasks_snapshot(const struct py_target *t, struct atasks *out, char *why, size_t len);
 void atasks_free(struct atasks *a);
+
+/* Adds to the snapshot the creators that links made at task creation name, for tasks
+ * nobody awaits; a creator that has returned is added as an ended task. */
+int atasks_add_origins(struct atasks *a, const struct py_target *t,
+		       int (*get_link)(void *ctx, uint64_t child, struct task_link *out),
+		       void *ctx);
 
 /* Where the process's _asyncio.Task constructor (tp_init) is: the file as the process
  * maps it (under /proc/PID/root) and the offset in it, for a uprobe. -ENOENT while

@@ -92,43 +92,11 @@ static uint32_t python_frame(struct record *r, struct target *tg, const struct f
 			     py_code_line(c, tg->t.version, f->instr));
 }
 
-/* The name a creation-time link carries for its parent. */
-static int link_name(const struct task_link *l, char *buf, size_t len)
+static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t)
 {
-	uint64_t tag, value = 0;
-	uint32_t digits[2];
+	char name[TASK_NAME_LEN + 32];
 
-	switch (l->name_kind) {
-	case NAME_ASCII:
-		snprintf(buf, len, "%.*s", TASK_NAME_LEN, l->name);
-		return 0;
-	case NAME_LONG:
-		/* 3.12+ lv_tag: digit count << 3 | sign; 30-bit digits */
-		memcpy(&tag, l->name, sizeof(tag));
-		memcpy(digits, l->name + 8, sizeof(digits));
-		if ((tag & 3) || (tag >> 3) > 2)
-			return -1;
-		for (uint64_t i = tag >> 3; i-- > 0;)
-			value = value << 30 | (digits[i] & 0x3fffffff);
-		snprintf(buf, len, "Task-%llu", (unsigned long long)value);
-		return 0;
-	}
-	return -1;
-}
-
-static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t,
-			   const struct task_rec *child)
-{
-	const char *name = tasknames_get(r->names, &tg->t, t);
-	struct task_link l;
-	char buf[TASK_NAME_LEN + 8];
-
-	if (!strcmp(name, "?") && child && r->get_link &&
-	    !r->get_link(r->link_ctx, tg->t.pid, child->addr, &l) && l.parent == t->addr &&
-	    !link_name(&l, buf, sizeof(buf))) {
-		tasknames_learn(r->names, tg->t.pid, t->addr, t->coro, buf);
-		name = buf;
-	}
+	task_name(&tg->t, t, name, sizeof(name));
 	return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
 }
 
@@ -154,7 +122,7 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	for (uint32_t k = h->ntasks; k-- > 1;) {
 		const struct task_rec *t = &s->tasks[k];
 
-		ids[n++] = task_frame(r, tg, t, &s->tasks[k - 1]);
+		ids[n++] = task_frame(r, tg, t);
 		if (t->flags & TASK_CYCLE)
 			ids[n++] = special(r, "[cycle]");
 		for (uint32_t i = t->first; i < (uint32_t)t->first + t->nframes && i < total; i++)
@@ -164,7 +132,7 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	}
 	if (!(s->tasks[h->ntasks - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
 		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[h->ntasks - 1]);
-	ids[n++] = task_frame(r, tg, &s->tasks[0], NULL);
+	ids[n++] = task_frame(r, tg, &s->tasks[0]);
 	for (uint32_t i = split; i-- > 0;)
 		ids[n++] = python_frame(r, tg, &s->frames[i]);
 	return n;

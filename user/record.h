@@ -30,9 +30,6 @@ struct record {
 	uint64_t unknown_pid; /* samples of a pid no longer (or not yet) tracked */
 	uint64_t nomem;       /* samples dropped for lack of memory */
 	uint64_t root_tasks;  /* distinct tasks seen at the root of a chain (unlinked) */
-	/* the sampler's link of a child task, for the names of parents that are gone */
-	int (*get_link)(void *ctx, pid_t pid, uint64_t child, struct task_link *out);
-	void *link_ctx;
 };
 
 int record_init(struct record *r);

@@ -34,6 +34,7 @@ struct sampler {
 	sampler_cb cb;
 	void *ctx;
 	uint64_t bad_records;
+	unsigned int freq;
 };
 
 /* The verifier log arrives line by line through libbpf's print callback; keep its tail so
@@ -245,14 +246,17 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 		rc = SAMPLER_EOTHER;
 		goto fail;
 	}
-	rc = attach_cpus(s, o->freq, err, errlen);
-	if (rc)
-		goto fail;
+	s->freq = o->freq;
 	*out = s;
 	return SAMPLER_OK;
 fail:
 	sampler_close(s);
 	return rc;
+}
+
+enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen)
+{
+	return attach_cpus(s, s->freq, err, errlen);
 }
 
 void sampler_close(struct sampler *s)

@@ -36,9 +36,11 @@ struct sampler;
 /* Privileges and kernel BTF, checked before anything else is attempted. */
 enum sampler_err sampler_check_env(char *err, size_t errlen);
 
-/* On failure returns the kind and writes a one-line reason in err. */
+/* Loads the BPF object; on failure returns the kind and writes a one-line reason in err.
+ * Sampling starts with sampler_start, so the maps can be filled first. */
 enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
 			      size_t errlen);
+enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen);
 void sampler_close(struct sampler *s);
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);

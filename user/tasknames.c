@@ -12,8 +12,7 @@
 struct name_ent {
 	pid_t pid; /* 0 = empty, -1 = deleted */
 	int root;
-	uint64_t addr, coro, name_obj;
-	char *name;
+	uint64_t addr, coro;
 };
 
 struct tasknames {
@@ -30,8 +29,6 @@ void tasknames_free(struct tasknames *tn)
 {
 	if (!tn)
 		return;
-	for (size_t i = 0; i < tn->cap; i++)
-		free(tn->tab[i].name);
 	free(tn->tab);
 	free(tn);
 }
@@ -67,7 +64,7 @@ static int grow(struct tasknames *tn)
 	return 0;
 }
 
-/* The entry of a task identity, made empty (name NULL) on first sight; NULL on ENOMEM. */
+/* The entry of a task identity, made on first sight; NULL on ENOMEM. */
 static struct name_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, uint64_t coro)
 {
 	struct name_ent *free_slot = NULL;
@@ -92,48 +89,43 @@ static struct name_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, ui
 	return free_slot;
 }
 
-static char *read_name(const struct py_target *t, uint64_t obj)
+/* 3.12+ lv_tag: digit count << 3 | sign bits; 30-bit digits */
+static int long_name(const char *raw, char *buf, size_t len)
+{
+	uint64_t tag, value = 0;
+	uint32_t digits[2];
+
+	memcpy(&tag, raw, sizeof(tag));
+	memcpy(digits, raw + 8, sizeof(digits));
+	if ((tag & 3) || (tag >> 3) > 2)
+		return -1;
+	for (uint64_t i = tag >> 3; i-- > 0;)
+		value = value << 30 | (digits[i] & 0x3fffffff);
+	snprintf(buf, len, "Task-%llu", (unsigned long long)value);
+	return 0;
+}
+
+void task_name(const struct py_target *t, const struct task_rec *task, char *buf, size_t len)
 {
 	struct objread r;
 	int64_t num;
 	char *s = NULL;
 
-	if (!obj || objread_init(&r, t))
-		return NULL;
-	if (!obj_str(&r, obj, &s))
-		return s;
-	/* 3.12+ keeps only the counter of an unnamed task until its name is asked for */
-	if (!obj_long(&r, obj, &num) && asprintf(&s, "Task-%" PRId64, num) > 0)
-		return s;
-	return NULL;
-}
-
-const char *tasknames_get(struct tasknames *tn, const struct py_target *t,
-			  const struct task_rec *task)
-{
-	struct name_ent *e = entry(tn, t->pid, task->addr, task->coro);
-	char *s;
-
-	if (!e)
-		return "?";
-	if (task->name && task->name != e->name_obj && (s = read_name(t, task->name))) {
-		free(e->name);
-		e->name = s;
-		e->name_obj = task->name;
-	}
-	return e->name ? e->name : "?";
-}
-
-void tasknames_learn(struct tasknames *tn, pid_t pid, uint64_t addr, uint64_t coro,
-		     const char *name)
-{
-	struct name_ent *e = entry(tn, pid, addr, coro);
-	char *s;
-
-	if (!e || (e->name && !strcmp(e->name, name)) || !(s = strdup(name)))
+	if (task->name_kind == NAME_ASCII) {
+		snprintf(buf, len, "%.*s", TASK_NAME_LEN, task->name);
 		return;
-	free(e->name);
-	e->name = s;
+	}
+	if (task->name_kind == NAME_LONG && !long_name(task->name, buf, len))
+		return;
+	snprintf(buf, len, "?");
+	if (!task->name_obj || objread_init(&r, t))
+		return;
+	if (!obj_str(&r, task->name_obj, &s)) {
+		snprintf(buf, len, "%s", s);
+		free(s);
+	} else if (!obj_long(&r, task->name_obj, &num)) {
+		snprintf(buf, len, "Task-%" PRId64, num);
+	}
 }
 
 int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct task_rec *task)
@@ -149,9 +141,7 @@ int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct
 void tasknames_forget(struct tasknames *tn, pid_t pid)
 {
 	for (size_t i = 0; i < tn->cap; i++) {
-		if (tn->tab[i].pid != pid)
-			continue;
-		free(tn->tab[i].name);
-		tn->tab[i] = (struct name_ent){ .pid = -1 };
+		if (tn->tab[i].pid == pid)
+			tn->tab[i] = (struct name_ent){ .pid = -1 };
 	}
 }

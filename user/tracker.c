@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "atasks.h"
+#include "memread.h"
 #include "tracker.h"
 
 struct known {
@@ -20,7 +21,6 @@ struct proc_tasks {
 
 struct tracker {
 	struct sampler *s;
-	struct tasknames *names;
 	struct proc_tasks *procs;
 	size_t nprocs;
 };
@@ -34,13 +34,24 @@ static int by_identity(const void *a, const void *b)
 	return (x->coro > y->coro) - (x->coro < y->coro);
 }
 
-struct tracker *tracker_new(struct sampler *s, struct tasknames *names)
+/* Still pending and still running the same coroutine? */
+static int task_alive(const struct py_target *t, const struct known *k)
+{
+	const struct py_async_layout *a = &t->proc.async;
+	uint64_t coro;
+	int32_t state;
+
+	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) &&
+	       coro == k->coro && !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) &&
+	       state == 0;
+}
+
+struct tracker *tracker_new(struct sampler *s)
 {
 	struct tracker *tr = calloc(1, sizeof(*tr));
 
 	if (tr) {
 		tr->s = s;
-		tr->names = names;
 	}
 	return tr;
 }
@@ -78,6 +89,7 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	struct objread r;
 	struct atasks a;
 	int64_t modules;
+	size_t nnow, kept = 0;
 	int ret;
 
 	if (!pt) {
@@ -104,7 +116,6 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 
 		now[i] = (struct known){ .task = k->addr, .coro = k->coro };
 		sampler_set_coro_task(tr->s, t->pid, k->coro, k->addr);
-		tasknames_learn(tr->names, t->pid, k->addr, k->coro, k->name);
 		if (k->nparents) {
 			struct atask *p = atasks_find(&a, k->parents[0]);
 			struct task_link l = { .parent = p->addr,
@@ -114,17 +125,32 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 			sampler_set_link(tr->s, t->pid, k->addr, &l);
 		}
 	}
-	/* tasks gone since the last snapshot: their entries go, links to them stay */
+	/* tasks missing from this snapshot: their entries go once the task is really done
+	 * (a snapshot can miss a task that changes while it is read); links to them stay */
 	qsort(now, a.n, sizeof(*now), by_identity);
+	nnow = a.n;
 	for (size_t j = 0; j < pt->n; j++) {
 		if (bsearch(&pt->v[j], now, a.n, sizeof(*now), by_identity))
 			continue;
+		if (task_alive(t, &pt->v[j])) {
+			pt->v[kept++] = pt->v[j];
+			continue;
+		}
 		sampler_del_coro_task(tr->s, t->pid, pt->v[j].coro);
 		sampler_del_link(tr->s, t->pid, pt->v[j].task);
 	}
+	if (kept) {
+		struct known *all = realloc(now, (nnow + kept) * sizeof(*now));
+
+		if (all) {
+			memcpy(all + nnow, pt->v, kept * sizeof(*all));
+			now = all;
+			nnow += kept;
+		}
+	}
 	free(pt->v);
 	pt->v = now;
-	pt->n = a.n;
+	pt->n = nnow;
 	ret = a.asyncio;
 	atasks_free(&a);
 	return ret;

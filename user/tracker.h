@@ -8,11 +8,10 @@
 
 #include "pyproc.h"
 #include "sampler.h"
-#include "tasknames.h"
 
 struct tracker;
 
-struct tracker *tracker_new(struct sampler *s, struct tasknames *names);
+struct tracker *tracker_new(struct sampler *s);
 void tracker_free(struct tracker *tr);
 
 /* Takes a snapshot of t's tasks and updates the maps: new tasks and links are added, a

@@ -26,8 +26,10 @@
 
 #define MAX_PIDS 1024
 #define SCAN_INTERVAL_MS 1000
-#define TASKS_INTERVAL 0.25 /* s between task snapshots of an asyncio process, and between
-			     * checks that a process has imported asyncio */
+/* s between task snapshots of an asyncio process (new tasks are known at once from the
+ * creation probe; snapshots find who awaits whom), and between checks that a process
+ * has imported asyncio */
+#define TASKS_INTERVAL 0.5
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"

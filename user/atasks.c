@@ -217,7 +217,8 @@ static int collect_current(const struct objread *r, uint64_t mod, struct atasks 
 }
 
 /* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
-static int read_task(const struct objread *r, const struct py_target *t, struct atask *k)
+static int read_task(const struct objread *r, const struct py_target *t, unsigned int what,
+		     struct atask *k)
 {
 	const struct py_async_layout *a = &r->m->async;
 	struct task_rec rec = {};
@@ -233,6 +234,8 @@ static int read_task(const struct objread *r, const struct py_target *t, struct 
 		return -EFAULT;
 	if (state != FUT_PENDING)
 		return 0;
+	if (!(what & ATASKS_DETAILS))
+		return 1;
 	if (obj_ptr(r, k->addr + a->task_name, &name_obj))
 		name_obj = 0;
 	rec.name_obj = name_obj;
@@ -254,7 +257,8 @@ static int by_name(const void *x, const void *y)
 	return strverscmp(a->name ? a->name : "", b->name ? b->name : "");
 }
 
-int atasks_snapshot(const struct py_target *t, struct atasks *a, char *why, size_t len)
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
+		    size_t len)
 {
 	struct objread r;
 	uint64_t mod, fut_type, task_type;
@@ -286,7 +290,7 @@ int atasks_snapshot(const struct py_target *t, struct atasks *a, char *why, size
 		return -1;
 	}
 	for (size_t i = 0; i < a->n; i++) {
-		int st = read_task(&r, t, &a->v[i]);
+		int st = read_task(&r, t, what, &a->v[i]);
 
 		if (st < 0)
 			a->unreadable++;
@@ -300,7 +304,8 @@ int atasks_snapshot(const struct py_target *t, struct atasks *a, char *why, size
 		reach_callbacks(&x, a->v[i].addr, 0);
 	}
 	/* the lists are hash-ordered: name order makes the output stable */
-	qsort(a->v, a->n, sizeof(*a->v), by_name);
+	if (what & ATASKS_DETAILS)
+		qsort(a->v, a->n, sizeof(*a->v), by_name);
 	/* keep only awaiters that are tasks of this snapshot */
 	for (size_t i = 0; i < a->n; i++) {
 		struct atask *k = &a->v[i];

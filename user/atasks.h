@@ -36,7 +36,13 @@ struct atasks {
 /* Reads every pending asyncio task of t's process and links each to the tasks awaiting it,
  * through whatever sits between them (gather, TaskGroup, shield, wait, wait_for,
  * as_completed). 0 (possibly with no tasks: asyncio not imported) or -1 with a reason. */
-int atasks_snapshot(const struct py_target *t, struct atasks *out, char *why, size_t len);
+enum atasks_what {
+	ATASKS_LINKS = 0,       /* tasks, their coroutines and who awaits whom */
+	ATASKS_DETAILS = 1 << 0, /* also names and suspended coroutine chains */
+};
+
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *out,
+		    char *why, size_t len);
 void atasks_free(struct atasks *a);
 
 /* Adds to the snapshot the creators that links made at task creation name, for tasks

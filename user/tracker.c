@@ -100,7 +100,7 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	if (pt->modules >= 0 && !objread_init(&r, t) && !obj_modules_count(&r, &modules) &&
 	    modules == pt->modules)
 		return 0;
-	if (atasks_snapshot(t, &a, why, len))
+	if (atasks_snapshot(t, ATASKS_LINKS, &a, why, len))
 		return -1;
 	pt->modules = -1;
 	if (!a.asyncio && !objread_init(&r, t) && obj_modules_count(&r, &pt->modules))

@@ -213,6 +213,13 @@ struct app {
 
 static double now_s(void);
 
+static bool alive(const struct target *tg)
+{
+	unsigned long long start;
+
+	return !proc_start_time(tg->t.pid, &start) && start == tg->t.start_time;
+}
+
 /* Tasks created from now on are linked to their creators by a uprobe. */
 static void watch_creations(struct app *a, struct target *tg)
 {
@@ -246,6 +253,8 @@ static void refresh_tasks(struct app *a)
 		if (tg->async_off || t < tg->next_refresh)
 			continue;
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
+		if (ret < 0 && !alive(tg))
+			continue; /* exited: reap() says so */
 		if (ret < 0) {
 			tg->async_off = 1;
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
@@ -306,10 +315,9 @@ static void reap(struct app *a, bool explicit_pids)
 {
 	for (size_t i = 0; i < a->rec.ntargets;) {
 		struct target *tg = &a->rec.targets[i];
-		unsigned long long start;
 		pid_t pid = tg->t.pid;
 
-		if (!proc_start_time(pid, &start) && start == tg->t.start_time) {
+		if (alive(tg)) {
 			i++;
 			continue;
 		}

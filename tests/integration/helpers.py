@@ -12,6 +12,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECORD = os.path.join(REPO, "build", "asyncbpf-record")
+TASKS = os.path.join(REPO, "build", "asyncbpf-tasks")
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
 SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13
 PROG = "asyncbpf-record: "
@@ -146,15 +147,28 @@ class Workload:
     def all(self, key):
         return [f[key] for f in self.facts if key in f]
 
+    def records(self, key):
+        """The whole facts (dicts) that have key."""
+        return [f for f in self.facts if key in f]
+
     def __enter__(self):
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=WORKLOADS, env=env)
+        self.start()
         try:
-            self._wait_ready()
+            self.wait_ready()
         except BaseException:
             self.__exit__(None, None, None)
             raise
+        return self
+
+    def start(self):
+        """Starts the process without waiting for READY (see start_all)."""
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, cwd=WORKLOADS, env=env)
+        return self
+
+    def wait_ready(self):
+        self._wait_ready()
         if self.reap:
             threading.Thread(target=self.proc.wait, daemon=True).start()
         return self
@@ -200,6 +214,17 @@ class Workload:
         return False
 
 
+def start_all(stack, workloads):
+    """Starts every workload at once, then waits for each one's READY; stack (an
+    ExitStack) kills them all on exit."""
+    for w in workloads:
+        w.start()
+        stack.callback(w.__exit__, None, None, None)
+    for w in workloads:
+        w.wait_ready()
+    return workloads
+
+
 class Proc:
     """A non-Python helper process (sleep, a shell loop, a C fixture), killed on exit."""
 
@@ -230,11 +255,22 @@ PROC_RE = re.compile(r"^(.*) \(pid (\d+)\)$")
 THREAD_RE = re.compile(r"^(.*) \(tid (\d+)\)$")
 FRAME_RE = re.compile(r"^(.+?) \((.*):(-?\d+)\)$")
 TRUNCATED = "[truncated]"
+# Where [truncated] would be: a read of the target failed, the frames after it are partial.
+INCOMPLETE = "[incomplete]"
 UNKNOWN = "[unknown]"
 NO_TSTATE = "[no Python thread state]"
 # Not in the written contract: a thread state with no frame (a thread starting or
 # finishing). Accepted, like NO_TSTATE, as a stack's only Python-level frame.
 NO_FRAMES = "[no Python frames]"
+
+
+TASK_RE = re.compile(r"^<task (.*)>$")
+
+
+class TaskFrame(str):
+    """A `<task NAME>` frame of a stacked stack."""
+
+    name = property(lambda s: TASK_RE.match(s).group(1))
 
 
 class Frame(tuple):
@@ -265,6 +301,9 @@ class Sample:
         self.truncated = bool(rest) and rest[0] == TRUNCATED
         if self.truncated:
             rest = rest[1:]
+        self.incomplete = bool(rest) and rest[0] == INCOMPLETE
+        if self.incomplete:
+            rest = rest[1:]
         self.no_tstate = bool(rest) and rest[-1] == NO_TSTATE
         self.no_frames = bool(rest) and rest[-1] == NO_FRAMES
         if self.no_tstate or self.no_frames:
@@ -274,6 +313,8 @@ class Sample:
             m = FRAME_RE.match(p)
             if m:
                 self.frames.append(Frame((m.group(1), m.group(2), int(m.group(3)))))
+            elif TASK_RE.match(p):
+                self.frames.append(TaskFrame(p))
             else:
                 assert p == UNKNOWN, "bad frame %r in line: %.300r" % (p, raw)
                 self.frames.append(p)
@@ -284,6 +325,10 @@ class Sample:
 
     def qualnames(self):
         return [f.qualname if isinstance(f, Frame) else f for f in self.frames]
+
+    def tasks(self):
+        """Names of the `<task NAME>` frames, root first."""
+        return [f.name for f in self.frames if isinstance(f, TaskFrame)]
 
     def short(self, width=700):
         if len(self.raw) <= width:
@@ -361,14 +406,167 @@ def marker_lines(path, marker):
         return [i + 1 for i, l in enumerate(f) if marker in l]
 
 
-def assert_one_error_line(r, rc, *words):
-    """r exited rc with exactly one stderr line, prefixed, containing each of words (any
-    case; a tuple of words means any one of them)."""
+def assert_one_error_line(r, rc, *words, prog=PROG):
+    """r exited rc with exactly one stderr line, prefixed with prog, containing each of
+    words (any case; a tuple of words means any one of them)."""
     lines = r.err_lines()
     assert r.rc == rc, "expected exit %d" % rc + r.describe()
     assert len(lines) == 1, "expected one stderr line" + r.describe()
-    assert lines[0].startswith(PROG), "stderr line not prefixed with %r" % PROG + r.describe()
+    assert lines[0].startswith(prog), "stderr line not prefixed with %r" % prog + r.describe()
     for w in words:
         alts = w if isinstance(w, tuple) else (w,)
         assert any(a.lower() in lines[0].lower() for a in alts), (
             "stderr line lacks %s" % " or ".join(map(repr, alts)) + r.describe())
+
+
+# -- asyncio: workload variants, asyncbpf-tasks and its pstree output -------------------------
+
+class AsyncVariant:
+    """An interpreter running async_patterns.py, with asyncio's own loop or uvloop."""
+
+    def __init__(self, interp, uvloop=False, missing=None):
+        self.interp = interp
+        self.uvloop = uvloop
+        self.id = interp.id + ("-uvloop" if uvloop else "")
+        self.missing = missing or interp.missing
+
+    def args(self):
+        return ["--threads"] + (["--uvloop"] if self.uvloop else [])
+
+    def __repr__(self):
+        return self.id
+
+
+def _uvloop_missing(interp):
+    if interp.missing:
+        return interp.missing
+    p = subprocess.run([interp.path, "-c", "import uvloop"], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=30)
+    if p.returncode:
+        return "%s cannot import uvloop (Debian's python3-uvloop; make deps)" % interp.path
+    return None
+
+
+def discover_async_variants():
+    """Every interpreter with asyncio's loop, and the distribution's python3.11 (the one
+    Debian builds python3-uvloop for) with uvloop."""
+    out = [AsyncVariant(i) for i in INTERPRETERS]
+    debian = [i for i in INTERPRETERS if i.id.startswith("debian-3.11")]
+    if not debian:
+        out.append(AsyncVariant(Interp("debian-3.11", missing="no /usr/bin/python3.11"),
+                                uvloop=True))
+    for i in debian:
+        out.append(AsyncVariant(i, uvloop=True, missing=_uvloop_missing(i)))
+    return out
+
+
+ASYNC_VARIANTS = discover_async_variants()
+
+
+class ToolRun:
+    """The result of running a tool that prints text (not collapsed stacks)."""
+
+    def __init__(self, argv, rc, out, err, elapsed):
+        self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
+
+    def err_lines(self):
+        return [l for l in self.err.splitlines() if l.strip()]
+
+    def describe(self, width=6000):
+        out = self.out if len(self.out) <= width else self.out[:width] + "\n  [...]"
+        return "\n$ %s\nexit %s after %.1fs; stderr:\n%s\nstdout:\n%s" % (
+            " ".join(self.argv), self.rc, self.elapsed, self.err.rstrip() or "  (empty)",
+            out.rstrip() or "  (empty)")
+
+
+def run_tool(binary, *args, timeout=60, prefix=()):
+    argv = list(prefix) + [binary] + [str(a) for a in args]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError("%s did not finish within %ss; stderr: %s"
+                             % (argv, timeout, (e.stderr or b"").decode(errors="replace")))
+    return ToolRun(argv, p.returncode, p.stdout.decode("utf-8", errors="replace"),
+                   p.stderr.decode("utf-8", errors="replace"), time.monotonic() - t0)
+
+
+PSTREE_RE = re.compile(r"^((?:    |│   )*)(└── |├── )(.*)$")
+
+
+class TreeNode:
+    """A line of `python -m asyncio pstree` output: a task `(T) NAME` or a coroutine
+    frame `QUALNAME FILE:LINE` (or a bare QUALNAME, as pstree prints a frame with no
+    file and line)."""
+
+    def __init__(self, kind, name, file=None, line=None, raw=""):
+        self.kind, self.name, self.file, self.line, self.raw = kind, name, file, line, raw
+        self.children = []
+        self.parent = None
+
+    def tasks_below(self):
+        """The nearest task nodes under this one."""
+        out = []
+        for c in self.children:
+            out += [c] if c.kind == "task" else c.tasks_below()
+        return out
+
+    def parent_task(self):
+        p = self.parent
+        while p is not None and p.kind != "task":
+            p = p.parent
+        return p
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def __repr__(self):
+        return self.raw
+
+
+def parse_pstree(text):
+    """The root nodes of pstree-format text. Checks the drawing: depth from the prefix,
+    `└── ` for a last child and `├── ` otherwise, and `    ` under a last child, `│   `
+    under others."""
+    roots, path = [], []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        m = PSTREE_RE.match(raw)
+        assert m, "not a pstree line: %r" % raw
+        prefix, glyph, body = m.groups()
+        depth = len(prefix) // 4
+        assert depth <= len(path), "line deeper than its parent: %r" % raw
+        if body.startswith("(T) "):
+            node = TreeNode("task", body[4:], raw=raw)
+        else:
+            assert body.startswith(" ") and body[1:2] != " ", "bad node text: %r" % raw
+            label = body[1:]
+            func, sp, loc = label.rpartition(" ")
+            fm = re.match(r"^(.*):(\d+)$", loc)
+            if sp and fm:
+                node = TreeNode("coro", func, fm.group(1), int(fm.group(2)), raw=raw)
+            else:
+                node = TreeNode("coro", label, raw=raw)
+        node.glyph, node.prefix = glyph, prefix
+        del path[depth:]
+        if path:
+            node.parent = path[-1]
+            path[-1].children.append(node)
+        else:
+            roots.append(node)
+        path.append(node)
+    for r in roots:
+        for n in r.walk():
+            sibs = n.parent.children if n.parent else [n]
+            last = n is sibs[-1] if n.parent else True
+            assert n.glyph == ("└── " if last else "├── "), (
+                "%r: a %s child must be drawn with %r" % (n.raw, "last" if last else "non-last",
+                                                         "└── " if last else "├── "))
+            for c in n.children:
+                assert c.prefix == n.prefix + ("    " if last else "│   "), (
+                    "%r: wrong indentation under %r" % (c.raw, n.raw))
+    return roots

@@ -98,10 +98,10 @@ def test_patterns_truth(running, variant):
 
 # -- the await trees ----------------------------------------------------------------------------
 
+WATCH = 3  # s of --watch
+
+
 @pytest.fixture(scope="module")
-WATCH = 3
-
-
 def snapshots(running, root_tasks_bin):
     """{variant id: (Workload, ToolRun, roots)}: one asyncbpf-tasks run per workload."""
     out = {}

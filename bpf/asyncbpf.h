@@ -104,10 +104,12 @@ enum link_kind {
 	LINK_ORIGIN = 2,  /* the parent created the child */
 };
 
-/* child task -> parent, with the parent's coroutine to tell a reused address. A link
- * made at creation carries the parent's name as it was then: the parent may be gone by
- * the time a sample shows it. */
+/* child task -> parent. The coroutines tell reused addresses apart: a link holds only
+ * while the child still runs child_coro, and its parent is alive while it runs
+ * parent_coro. A link made at creation carries the parent's name as it was then: the
+ * parent may be gone by the time a sample shows it. */
 struct task_link {
+	__u64 child_coro;
 	__u64 parent;
 	__u64 parent_coro;
 	__u32 kind;

@@ -237,7 +237,7 @@ static long task_step(__u32 i, void *ctx)
 			t->flags |= TASK_TRUNCATED;
 	}
 	link = bpf_map_lookup_elem(&task_links, &key);
-	if (!link)
+	if (!link || link->child_coro != w->cur_coro)
 		return 1;
 	if (n + 1 >= MAX_TASKS) {
 		t->flags |= TASK_MORE;
@@ -337,6 +337,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	bpf_loop(PW_MAX_GENS, find_running_step, &f, 0);
 	if (!f.task || f.task == self)
 		return 0;
+	link.child_coro = coro;
 	link.parent = f.task;
 	link.parent_coro = f.coro;
 	copy_name(p, f.task, &link.name_kind, link.name);

@@ -366,7 +366,8 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		char name[TASK_NAME_LEN + 32];
 		int ret;
 
-		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &l) || l.kind != LINK_ORIGIN)
+		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &l) || l.kind != LINK_ORIGIN ||
+		    l.child_coro != a->v[i].coro)
 			continue;
 		p = atasks_find(a, l.parent);
 		if (!p || p->coro != l.parent_coro) {

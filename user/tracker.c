@@ -118,7 +118,8 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		sampler_set_coro_task(tr->s, t->pid, k->coro, k->addr);
 		if (k->nparents) {
 			struct atask *p = atasks_find(&a, k->parents[0]);
-			struct task_link l = { .parent = p->addr,
+			struct task_link l = { .child_coro = k->coro,
+					       .parent = p->addr,
 					       .parent_coro = p->coro,
 					       .kind = LINK_AWAITER };
 

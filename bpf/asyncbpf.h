@@ -6,16 +6,16 @@
 #include "pyasync.h"
 #include "pylayout.h"
 
-#define MAX_FRAMES 256   /* frames kept per sample; deeper stacks are marked truncated */
-#define MAX_TASKS 16     /* tasks per stacked stack: the running one and its awaiters */
+#define MAX_FRAMES	256 /* frames kept per sample; deeper stacks are marked truncated */
+#define MAX_TASKS	16  /* tasks per stacked stack: the running one and its awaiters */
 #define MAX_CORO_FRAMES 128 /* suspended coroutine frames per sample, all awaiters together */
-#define MAX_THREADS 256  /* thread states examined when looking one up */
-#define MAX_PROCS 8192
-#define TASK_COMM_LEN 16
+#define MAX_THREADS	256 /* thread states examined when looking one up */
+#define MAX_PROCS	8192
+#define TASK_COMM_LEN	16
 
 /* Per-process record pushed by userspace, keyed by host tgid. */
 struct py_proc {
-	__u64 runtime;   /* address of _PyRuntime in the process */
+	__u64 runtime;	 /* address of _PyRuntime in the process */
 	__u64 code_type; /* address of PyCode_Type, 0 when unknown (no type check) */
 	/* generator types the coroutine walk steps through; 0 when unknown */
 	__u64 coro_type, gen_type, asend_type, corowrapper_type;
@@ -45,22 +45,22 @@ enum sample_flags {
 struct sample_hdr {
 	__u64 time_ns;
 	__u64 tstate;
-	__u32 pid; /* host tgid */
-	__u32 tid; /* host tid */
+	__u32 pid;     /* host tgid */
+	__u32 tid;     /* host tid */
 	__u32 nframes; /* thread frames, innermost first */
 	__u32 flags;
-	__u32 ncoro;   /* suspended coroutine frames of awaiting tasks, after the thread frames */
-	__u16 ntasks;  /* tasks[0] runs on this thread, tasks[1..] await it, outward */
+	__u32 ncoro;  /* suspended coroutine frames of awaiting tasks, after the thread frames */
+	__u16 ntasks; /* tasks[0] runs on this thread, tasks[1..] await it, outward */
 	__u16 running_idx; /* thread frame of tasks[0]'s coroutine, RUNNING_NONE if no task */
 	char comm[TASK_COMM_LEN]; /* thread name at sample time */
 };
 
 enum task_flags {
-	TASK_ORIGIN = 1 << 0,    /* reached through its creator link, not an awaiter link */
-	TASK_ENDED = 1 << 1,     /* no longer alive: only its identity is known */
-	TASK_CYCLE = 1 << 2,     /* its awaiter is already in the chain: the walk ends here */
+	TASK_ORIGIN = 1 << 0,	 /* reached through its creator link, not an awaiter link */
+	TASK_ENDED = 1 << 1,	 /* no longer alive: only its identity is known */
+	TASK_CYCLE = 1 << 2,	 /* its awaiter is already in the chain: the walk ends here */
 	TASK_TRUNCATED = 1 << 3, /* more coroutine frames than recorded */
-	TASK_MORE = 1 << 4,      /* it has awaiters beyond MAX_TASKS */
+	TASK_MORE = 1 << 4,	 /* it has awaiters beyond MAX_TASKS */
 };
 
 #define TASK_NAME_LEN 32
@@ -68,7 +68,7 @@ enum task_flags {
 enum name_kind {
 	NAME_NONE = 0,
 	NAME_ASCII = 1, /* the characters, NUL-padded */
-	NAME_LONG = 2,  /* a PyLong's size word then its digits (3.12+ keeps Task-N as N) */
+	NAME_LONG = 2,	/* a PyLong's size word then its digits (3.12+ keeps Task-N as N) */
 };
 
 /* A task as the sampler saw it: address and coroutine identify it (an address alone can
@@ -78,7 +78,7 @@ struct task_rec {
 	__u64 addr;
 	__u64 coro;
 	__u64 name_obj;
-	__u16 first;   /* its coroutine frames: frames[first .. first + nframes) */
+	__u16 first; /* its coroutine frames: frames[first .. first + nframes) */
 	__u16 nframes;
 	__u32 flags;
 	__u32 name_kind;
@@ -118,14 +118,14 @@ struct task_link {
 };
 
 enum stat_idx {
-	STAT_SAMPLES,       /* program runs */
-	STAT_PYTHON,        /* runs in a known Python process */
-	STAT_NO_TSTATE,     /* Python process, thread without a thread state */
-	STAT_TRUNCATED,     /* stacks deeper than MAX_FRAMES */
-	STAT_READ_ERR,      /* walks ended by a failed read */
-	STAT_LOST,          /* ring buffer full */
+	STAT_SAMPLES,	    /* program runs */
+	STAT_PYTHON,	    /* runs in a known Python process */
+	STAT_NO_TSTATE,	    /* Python process, thread without a thread state */
+	STAT_TRUNCATED,	    /* stacks deeper than MAX_FRAMES */
+	STAT_READ_ERR,	    /* walks ended by a failed read */
+	STAT_LOST,	    /* ring buffer full */
 	STAT_TSTATE_LOOKUP, /* thread-state cache misses (list walks) */
-	STAT_TASK,          /* samples in a task */
+	STAT_TASK,	    /* samples in a task */
 	STAT_TASK_CREATED,  /* tasks created while recording (seen by the task_init probe) */
 	STAT_MAX,
 };

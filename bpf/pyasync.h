@@ -10,7 +10,8 @@
 
 /* How a suspended generator tells that it is delegating (await / yield from) and to what. */
 enum py_yf_kind {
-	PY_YF_LASTI_BYTES = 1, /* 3.8-3.9: co_code[f_lasti + 2] == YIELD_FROM, TOS = f_stacktop[-1] */
+	PY_YF_LASTI_BYTES =
+		1, /* 3.8-3.9: co_code[f_lasti + 2] == YIELD_FROM, TOS = f_stacktop[-1] */
 	PY_YF_LASTI_UNITS = 2, /* 3.10: co_code[(f_lasti + 1) * 2] == YIELD_FROM,
 				* TOS = f_valuestack[f_stackdepth - 1] */
 	PY_YF_RESUME = 3,      /* 3.11-3.12: suspended, next code unit is RESUME with oparg >= 2,
@@ -20,24 +21,24 @@ enum py_yf_kind {
 
 struct py_async_layout {
 	__u8 yf_kind;
-	__s8 gen_suspended;  /* 3.11+: gi_frame_state of a generator suspended in an await
-			      * (3.13: FRAME_SUSPENDED_YIELD_FROM); negative states below it are
-			      * created or plainly suspended, 0 and up executing or finished */
-	__u8 op_yield_from;  /* 3.8-3.10: YIELD_FROM */
-	__u8 op_resume;      /* 3.11-3.12: RESUME */
-	__u8 op_resume_alt;  /* 3.11: RESUME_QUICK, 3.12: INSTRUMENTED_RESUME, else op_resume */
+	__s8 gen_suspended; /* 3.11+: gi_frame_state of a generator suspended in an await
+			     * (3.13: FRAME_SUSPENDED_YIELD_FROM); negative states below it are
+			     * created or plainly suspended, 0 and up executing or finished */
+	__u8 op_yield_from; /* 3.8-3.10: YIELD_FROM */
+	__u8 op_resume;	    /* 3.11-3.12: RESUME */
+	__u8 op_resume_alt; /* 3.11: RESUME_QUICK, 3.12: INSTRUMENTED_RESUME, else op_resume */
 	__u8 pad[3];
 
-	__u16 gen_frame;       /* 3.8-3.10: gi_frame (PyFrameObject *); 3.11+: gi_iframe (embedded) */
-	__u16 gen_frame_state; /* 3.11+: gi_frame_state (int8) */
-	__u16 gen_code;        /* gi_code (3.8-3.11), 0 when absent */
-	__u16 gen_qualname;    /* gi_qualname */
-	__u16 frame_gen;       /* 3.8-3.10: PyFrameObject.f_gen */
-	__u16 frame_stack;     /* 3.8-3.9: f_stacktop (PyObject **); 3.10: f_valuestack
-				* (PyObject **); 3.11+: localsplus (inline array) */
+	__u16 gen_frame; /* 3.8-3.10: gi_frame (PyFrameObject *); 3.11+: gi_iframe (embedded) */
+	__u16 gen_frame_state;	/* 3.11+: gi_frame_state (int8) */
+	__u16 gen_code;		/* gi_code (3.8-3.11), 0 when absent */
+	__u16 gen_qualname;	/* gi_qualname */
+	__u16 frame_gen;	/* 3.8-3.10: PyFrameObject.f_gen */
+	__u16 frame_stack;	/* 3.8-3.9: f_stacktop (PyObject **); 3.10: f_valuestack
+				 * (PyObject **); 3.11+: localsplus (inline array) */
 	__u16 frame_stackdepth; /* 3.10: f_stackdepth (int); 3.11+: stacktop (int) */
-	__u16 frame_state;     /* 3.10: f_state (char), 0 when absent */
-	__u16 asend_gen;       /* _PyAsyncGenASend.ags_gen */
+	__u16 frame_state;	/* 3.10: f_state (char), 0 when absent */
+	__u16 asend_gen;	/* _PyAsyncGenASend.ags_gen */
 	__u16 corowrapper_coro; /* _PyCoroWrapper.cw_coroutine */
 
 	/* _asyncio */
@@ -45,13 +46,14 @@ struct py_async_layout {
 	__u16 fut_callback0;
 	__u16 fut_callbacks; /* list of (callback, context) tuples, or NULL */
 	__u16 fut_state;     /* int (fut_state enum: 0 pending, 1 cancelled, 2 finished) */
-	__u16 fut_size;      /* tp_basicsize of _asyncio.Future */
+	__u16 fut_size;	     /* tp_basicsize of _asyncio.Future */
 	__u16 task_fut_waiter;
 	__u16 task_coro;
 	__u16 task_name;
-	__u16 task_size;     /* tp_basicsize of _asyncio.Task */
+	__u16 task_size;	 /* tp_basicsize of _asyncio.Task */
 	__u16 futureiter_future; /* _asyncio.FutureIter: the awaited future */
-	__u16 wakeup_task;   /* 3.8-3.9: TaskWakeupMethWrapper.ww_task; 3.10+: PyCFunctionObject.m_self */
+	__u16 wakeup_task;	 /* 3.8-3.9: TaskWakeupMethWrapper.ww_task; 3.10+:
+				    PyCFunctionObject.m_self */
 };
 
 #endif

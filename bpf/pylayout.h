@@ -35,13 +35,13 @@ struct py_layout {
 	__u8 pad0;
 
 	__u16 runtime_interp_head; /* _PyRuntimeState.interpreters.head */
-	__u16 interp_next;         /* PyInterpreterState.next */
+	__u16 interp_next;	   /* PyInterpreterState.next */
 	__u16 interp_tstate_head;  /* PyInterpreterState.tstate_head / threads.head */
 	__u16 tstate_next;
-	__u16 tstate_thread_id;   /* pthread_self() of the owning thread */
-	__u16 tstate_native_id;   /* 3.11+: native_thread_id, 0 if absent */
-	__u16 tstate_frame;       /* frame / cframe / current_frame, see frame_kind */
-	__u16 cframe_current;     /* _PyCFrame.current_frame (PY_FRAMES_CFRAME only) */
+	__u16 tstate_thread_id; /* pthread_self() of the owning thread */
+	__u16 tstate_native_id; /* 3.11+: native_thread_id, 0 if absent */
+	__u16 tstate_frame;	/* frame / cframe / current_frame, see frame_kind */
+	__u16 cframe_current;	/* _PyCFrame.current_frame (PY_FRAMES_CFRAME only) */
 
 	__u16 frame_back;  /* f_back / previous */
 	__u16 frame_code;  /* f_code / f_executable */
@@ -53,18 +53,19 @@ struct py_layout {
 	__u16 code_firstlineno;
 	__u16 code_filename;
 	__u16 code_name;
-	__u16 code_qualname; /* 0 before 3.11 */
+	__u16 code_qualname;  /* 0 before 3.11 */
 	__u16 code_linetable; /* co_lnotab (3.8-3.9), co_linetable (3.10+) */
 	__u16 code_code;      /* 3.8-3.10: co_code (bytes *); 3.11+: offset of co_code_adaptive */
 	__u16 code_size;      /* sizeof(PyCodeObject) */
 
-	__u16 unicode_state;        /* PyASCIIObject.state */
-	__u16 unicode_length;       /* PyASCIIObject.length */
+	__u16 unicode_state;	    /* PyASCIIObject.state */
+	__u16 unicode_length;	    /* PyASCIIObject.length */
 	__u16 unicode_ascii_size;   /* sizeof(PyASCIIObject): data of compact ASCII strings */
-	__u16 unicode_compact_size; /* sizeof(PyCompactUnicodeObject): data of other compact strings */
+	__u16 unicode_compact_size; /* sizeof(PyCompactUnicodeObject): data of other compact strings
+				     */
 	__u8 unicode_kind_shift;    /* state >> shift & 7 = kind (1, 2, 4 bytes) */
 	__u8 unicode_compact_bit;   /* state bit set for compact strings */
-	__u8 unicode_ascii_bit;     /* state bit set for ASCII-only strings */
+	__u8 unicode_ascii_bit;	    /* state bit set for ASCII-only strings */
 	__u8 pad1;
 	__u16 bytes_size; /* PyVarObject.ob_size of bytes */
 	__u16 bytes_sval; /* PyBytesObject.ob_sval */

@@ -84,8 +84,8 @@ static long pw_find_step(__u32 i, void *ctx)
 		return pw_read(&f->ts, 8, f->interp + l->interp_tstate_head) ? 1 : 0;
 	}
 	if ((f->thread_id && !pw_read(&v, 8, f->ts + l->tstate_thread_id) && v == f->thread_id) ||
-	    (f->native_id && l->tstate_native_id &&
-	     !pw_read(&v, 8, f->ts + l->tstate_native_id) && v == f->native_id)) {
+	    (f->native_id && l->tstate_native_id && !pw_read(&v, 8, f->ts + l->tstate_native_id) &&
+	     v == f->native_id)) {
 		if (pw_find_match(f))
 			return 1;
 	}
@@ -98,7 +98,7 @@ static long pw_find_step(__u32 i, void *ctx)
  * interpreter's list, at most MAX_THREADS steps in all. */
 static PW_INLINE __u64 pw_find_tstate(const struct py_proc *p, __u64 thread_id, __u64 native_id)
 {
-	struct pw_find f = { .p = p, .thread_id = thread_id, .native_id = native_id };
+	struct pw_find f = {.p = p, .thread_id = thread_id, .native_id = native_id};
 
 	if (pw_read(&f.interp, 8, p->runtime + p->layout.runtime_interp_head) || !f.interp)
 		return 0;
@@ -156,7 +156,8 @@ static PW_INLINE __s32 pw_instr(const struct py_layout *l, const __u8 *frame, __
 		off = (__s64)PW_LOAD(__s32, frame, PW_OFF(l->frame_lasti)) * 2;
 		break;
 	default:
-		off = (__s64)(PW_LOAD(__u64, frame, PW_OFF(l->frame_lasti)) - (code + l->code_code));
+		off = (__s64)(PW_LOAD(__u64, frame, PW_OFF(l->frame_lasti)) -
+			      (code + l->code_code));
 		break;
 	}
 	/* Before the first instruction (3.11+: prev_instr one unit before the code). */
@@ -217,10 +218,10 @@ static long pw_walk_step(__u32 i, void *ctx)
 
 /* Walks outward from frame, innermost first, into out[0..MAX_FRAMES). Returns the number
  * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. */
-static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame,
-				      struct frame_rec *out, struct pw_scratch *s, __u32 *flags)
+static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, struct frame_rec *out,
+				      struct pw_scratch *s, __u32 *flags)
 {
-	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame };
+	struct pw_walk w = {.p = p, .out = out, .s = s, .frame = frame};
 
 	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
@@ -286,7 +287,8 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 			depth = PW_LOAD(__s32, s->frame, PW_OFF(a->frame_stackdepth));
 			if (depth < 1)
 				return 0;
-			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) + (__u64)(depth - 1) * 8;
+			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) +
+			     (__u64)(depth - 1) * 8;
 		}
 		break;
 	case PY_YF_RESUME:
@@ -366,7 +368,7 @@ static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct 
 				    __u32 start, __u32 max, struct pw_scratch *s, __u64 *awaited,
 				    __u32 *flags)
 {
-	struct pw_coro w = { .p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max };
+	struct pw_coro w = {.p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max};
 
 	PW_LOOP(MAX_CORO_FRAMES, pw_coro_step, &w);
 	if (w.gen)

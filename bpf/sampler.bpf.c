@@ -6,9 +6,9 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
-#define PW_INLINE __always_inline
+#define PW_INLINE		__always_inline
 #define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
-#define PW_LOOP(max, fn, ctx) bpf_loop(max, fn, ctx, 0)
+#define PW_LOOP(max, fn, ctx)	bpf_loop(max, fn, ctx, 0)
 
 static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 {
@@ -17,7 +17,7 @@ static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 
 #include "pywalk.h"
 
-#define RB_BYTES (8 << 20)
+#define RB_BYTES      (8 << 20)
 #define RB_WAKE_BYTES (RB_BYTES / 4)
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -104,8 +104,7 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __
 
 /* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task) into
  * buf; returns the name object. */
-static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u32 *kind,
-				       char *buf)
+static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
 	__u64 name = 0, type = 0, len = 0;
@@ -121,8 +120,7 @@ static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u3
 			*kind = NAME_LONG;
 		return name;
 	}
-	if (type != p->str_type || !p->str_type ||
-	    pw_read(&state, 4, name + y->unicode_state) ||
+	if (type != p->str_type || !p->str_type || pw_read(&state, 4, name + y->unicode_state) ||
 	    pw_read(&len, 8, name + y->unicode_length))
 		return name;
 	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
@@ -137,7 +135,7 @@ static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u3
 /* Is gen the coroutine of a live task? Returns the task, 0 if not. */
 static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen)
 {
-	struct task_key key = { .pid = pid, .addr = gen };
+	struct task_key key = {.pid = pid, .addr = gen};
 	__u64 *task = bpf_map_lookup_elem(&coro_task, &key), coro = 0, t;
 
 	if (!task)
@@ -200,7 +198,7 @@ static long task_step(__u32 i, void *ctx)
 {
 	struct task_walk *w = ctx;
 	const struct py_proc *p = w->p;
-	struct task_key key = { .pid = w->pid, .addr = w->cur };
+	struct task_key key = {.pid = w->pid, .addr = w->cur};
 	struct task_link *link;
 	struct task_rec *t;
 	__u32 n = w->n, flags = 0, nf = 0;
@@ -256,8 +254,8 @@ static long task_step(__u32 i, void *ctx)
 /* If the thread runs an asyncio task: which, and the chain of tasks awaiting it. */
 static __always_inline void walk_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
 {
-	struct find_running f = { .p = p, .s = &sc->pw, .pid = pid };
-	struct task_walk w = { .p = p, .smp = &sc->s, .s = &sc->pw, .pid = pid };
+	struct find_running f = {.p = p, .s = &sc->pw, .pid = pid};
+	struct task_walk w = {.p = p, .smp = &sc->s, .s = &sc->pw, .pid = pid};
 
 	sc->s.hdr.ntasks = 0;
 	sc->s.hdr.ncoro = 0;
@@ -311,8 +309,8 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, one = 1, n = 0, flags = 0;
 	struct find_running f = {};
-	struct task_key key = { .pid = pid };
-	struct task_link link = { .kind = LINK_ORIGIN };
+	struct task_key key = {.pid = pid};
+	struct task_link link = {.kind = LINK_ORIGIN};
 	struct py_proc *p = bpf_map_lookup_elem(&procs, &pid);
 	struct scratch *sc;
 	__s64 nargs = 0;
@@ -389,7 +387,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 		size = sizeof(struct py_sample);
 	/* userspace drains on a timer; waking it per record costs more than the walk */
 	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RB_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP
-									  : BPF_RB_NO_WAKEUP;
+									     : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, &sc->s, size, wake))
 		stat_inc(STAT_LOST);
 	return 0;

@@ -20,11 +20,11 @@
 #include "tracker.h"
 #include "writers.h"
 
-#define EXIT_USAGE 1
-#define EXIT_ENV 2
+#define EXIT_USAGE  1
+#define EXIT_ENV    2
 #define EXIT_TARGET 3
 
-#define MAX_PIDS 1024
+#define MAX_PIDS	 1024
 #define SCAN_INTERVAL_MS 1000
 /* s between task snapshots of an asyncio process (new tasks are known at once from the
  * creation probe; snapshots find who awaits whom), and between checks that a process
@@ -112,16 +112,16 @@ static int parse_pids(struct opts *o, const char *arg)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "all", no_argument, NULL, 'a' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "stats", no_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "no-origins", no_argument, NULL, 'O' },
-		{ "help", no_argument, NULL, 'h' },
+		{"all", no_argument, NULL, 'a'},
+		{"pid", required_argument, NULL, 'p'},
+		{"freq", required_argument, NULL, 'F'},
+		{"duration", required_argument, NULL, 'd'},
+		{"output", required_argument, NULL, 'o'},
+		{"format", required_argument, NULL, 'f'},
+		{"stats", no_argument, NULL, 's'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"no-origins", no_argument, NULL, 'O'},
+		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	bool all = false;
@@ -363,8 +363,7 @@ static void print_stats(struct app *a, double elapsed)
 	fprintf(stderr, "duration: %.1f s\n", elapsed);
 	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
 	fprintf(stderr, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
-	fprintf(stderr, "recorded samples: %llu\n",
-		(unsigned long long)profile_total(a->rec.prof));
+	fprintf(stderr, "recorded samples: %llu\n", (unsigned long long)profile_total(a->rec.prof));
 	fprintf(stderr, "no thread state: %llu\n", (unsigned long long)st.stat[STAT_NO_TSTATE]);
 	fprintf(stderr, "truncated: %llu\n", (unsigned long long)st.stat[STAT_TRUNCATED]);
 	fprintf(stderr, "read errors: %llu\n", (unsigned long long)st.stat[STAT_READ_ERR]);
@@ -379,7 +378,9 @@ static void print_stats(struct app *a, double elapsed)
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
-	fprintf(stderr, "unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator known)\n",
+	fprintf(stderr,
+		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
+		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
@@ -389,7 +390,7 @@ int main(int argc, char **argv)
 {
 	static struct py_target targets[MAX_PIDS];
 	struct opts o = {};
-	struct app a = { .o = &o };
+	struct app a = {.o = &o};
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
 	double start, next_scan;

@@ -16,8 +16,8 @@
 #include "sampler.h"
 #include "symbolize.h"
 
-#define EXIT_USAGE 1
-#define EXIT_ENV 2
+#define EXIT_USAGE  1
+#define EXIT_ENV    2
 #define EXIT_TARGET 3
 
 static const char usage[] =
@@ -61,7 +61,7 @@ static int get_link(void *ctx, uint64_t child, struct task_link *out)
 static int watch(const struct py_target *t, double seconds, struct sampler **out, char *why,
 		 size_t len)
 {
-	struct sampler_opts so = { .cb = on_sample };
+	struct sampler_opts so = {.cb = on_sample};
 	char path[PATH_MAX + 64];
 	struct timespec ts;
 	uint64_t off;
@@ -91,8 +91,8 @@ static int watch(const struct py_target *t, double seconds, struct sampler **out
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "watch", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
+		{"watch", required_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},
 		{},
 	};
 	struct sampler *sampler = NULL;
@@ -153,7 +153,7 @@ int main(int argc, char **argv)
 		return EXIT_ENV;
 	}
 	if (sampler) {
-		struct origins o = { .s = sampler, .pid = t.pid };
+		struct origins o = {.s = sampler, .pid = t.pid};
 
 		ret = atasks_add_origins(&a, &t, get_link, &o);
 		sampler_close(sampler);

@@ -10,10 +10,10 @@
 #include "vmwalk.h"
 
 #define MAX_SNAPSHOT_TASKS 65536
-#define MAX_CALLBACKS 64
-#define MAX_REACH 64 /* objects examined per task while looking for its awaiters */
-#define MAX_DEPTH 6
-#define FUT_PENDING 0
+#define MAX_CALLBACKS	   64
+#define MAX_REACH	   64 /* objects examined per task while looking for its awaiters */
+#define MAX_DEPTH	   6
+#define FUT_PENDING	   0
 
 struct reach {
 	const struct objread *r;
@@ -299,7 +299,7 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	}
 	a->n = kept;
 	for (size_t i = 0; i < a->n; i++) {
-		struct reach x = { .r = &r, .a = a, .child = &a->v[i] };
+		struct reach x = {.r = &r, .a = a, .child = &a->v[i]};
 
 		reach_callbacks(&x, a->v[i].addr, 0);
 	}
@@ -337,7 +337,8 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 
 	if (objread_init(&r, t))
 		return -ENOTSUP;
-	if ((ret = obj_module(&r, "_asyncio", &mod)) || (ret = obj_module_attr(&r, mod, "Task", &type)) ||
+	if ((ret = obj_module(&r, "_asyncio", &mod)) ||
+	    (ret = obj_module_attr(&r, mod, "Task", &type)) ||
 	    (ret = obj_ptr(&r, type + r.m->type_init, &init)))
 		return ret;
 	if ((ret = procmaps_read(t->pid, &maps)))
@@ -354,8 +355,7 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 }
 
 int atasks_add_origins(struct atasks *a, const struct py_target *t,
-		       int (*get_link)(void *ctx, uint64_t child, struct task_link *out),
-		       void *ctx)
+		       int (*get_link)(void *ctx, uint64_t child, struct task_link *out), void *ctx)
 {
 	size_t n = a->n;
 

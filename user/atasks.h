@@ -9,40 +9,40 @@
 #include "objread.h"
 #include "pyproc.h"
 
-#define ATASK_MAX_FRAMES 64
+#define ATASK_MAX_FRAMES  64
 #define ATASK_MAX_PARENTS 8
 
 struct atask {
 	uint64_t addr;
 	char *name;
 	uint64_t coro;
-	uint64_t awaited;  /* what its innermost coroutine awaits (not a coroutine), or 0 */
-	uint64_t waiter;   /* task_fut_waiter */
+	uint64_t awaited; /* what its innermost coroutine awaits (not a coroutine), or 0 */
+	uint64_t waiter;  /* task_fut_waiter */
 	struct frame_rec frames[ATASK_MAX_FRAMES]; /* suspended coroutine chain, outermost first */
 	uint32_t nframes;
-	uint32_t flags;    /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
+	uint32_t flags; /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
 	uint64_t parents[ATASK_MAX_PARENTS]; /* tasks that await it (or, alone, its creator) */
 	uint32_t nparents;
-	int ended;         /* not a task of the snapshot: a creator known from a link */
+	int ended; /* not a task of the snapshot: a creator known from a link */
 };
 
 struct atasks {
 	struct atask *v;
 	size_t n, cap;
 	size_t unreadable; /* task objects that could not be read */
-	int asyncio;       /* the process has imported asyncio */
+	int asyncio;	   /* the process has imported asyncio */
 };
 
 /* Reads every pending asyncio task of t's process and links each to the tasks awaiting it,
  * through whatever sits between them (gather, TaskGroup, shield, wait, wait_for,
  * as_completed). 0 (possibly with no tasks: asyncio not imported) or -1 with a reason. */
 enum atasks_what {
-	ATASKS_LINKS = 0,       /* tasks, their coroutines and who awaits whom */
+	ATASKS_LINKS = 0,	 /* tasks, their coroutines and who awaits whom */
 	ATASKS_DETAILS = 1 << 0, /* also names and suspended coroutine chains */
 };
 
-int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *out,
-		    char *why, size_t len);
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *out, char *why,
+		    size_t len);
 void atasks_free(struct atasks *a);
 
 /* Adds to the snapshot the creators that links made at task creation name, for tasks

@@ -10,8 +10,8 @@
 /* Called for each process seen for the first time with a final verdict: PYPROC_OK (t
  * filled), PYPROC_UNSUPPORTED or PYPROC_ERROR (why filled). Not-Python processes are
  * remembered silently; not-ready ones are retried at the next scan. */
-typedef void (*discover_cb)(void *ctx, pid_t pid, enum pyproc_status st,
-			    const struct py_target *t, const char *why);
+typedef void (*discover_cb)(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
+			    const char *why);
 
 struct discover;
 

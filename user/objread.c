@@ -8,9 +8,9 @@
 #include "objread.h"
 #include "pystr.h"
 
-#define MAX_BASES 16   /* tp_base chain */
-#define MAX_MEMBERS 64 /* __slots__ of one type */
-#define MAX_KEY 256    /* longest attribute or module name compared */
+#define MAX_BASES   16	/* tp_base chain */
+#define MAX_MEMBERS 64	/* __slots__ of one type */
+#define MAX_KEY	    256 /* longest attribute or module name compared */
 
 int objread_init(struct objread *r, const struct py_target *t)
 {
@@ -189,8 +189,7 @@ int obj_items(const struct objread *r, uint64_t obj, uint64_t *items, size_t max
 	return -EINVAL;
 }
 
-int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max,
-		  size_t *n)
+int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max, size_t *n)
 {
 	const struct py_objmodel *m = r->m;
 	uint64_t table, key;
@@ -221,8 +220,7 @@ int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t
 	return ret;
 }
 
-int obj_deque_items(const struct objread *r, uint64_t dq, uint64_t *items, size_t max,
-		    size_t *n)
+int obj_deque_items(const struct objread *r, uint64_t dq, uint64_t *items, size_t max, size_t *n)
 {
 	/* collections.deque (Modules/_collectionsmodule.c, every supported version):
 	 * PyObject_VAR_HEAD, leftblock, rightblock, leftindex, rightindex; a block is
@@ -259,7 +257,7 @@ static int str_equals(const struct objread *r, uint64_t obj, const char *s)
 }
 
 struct dict_view {
-	uint64_t keys;   /* PyDictKeysObject */
+	uint64_t keys;	 /* PyDictKeysObject */
 	uint64_t values; /* split values array, 0 if combined */
 	int64_t nentries;
 	uint64_t entries; /* address of the first entry */
@@ -285,7 +283,9 @@ static int keys_view(const struct objread *r, uint64_t keys, struct dict_view *v
 		if (size <= 0 || size > 4 * OBJ_MAX_ITEMS || (size & (size - 1)))
 			return -EINVAL;
 		v->entries = keys + m->keys_indices +
-			     size * (size <= 0xff ? 1 : size <= 0xffff ? 2 : 4);
+			     size * (size <= 0xff     ? 1
+				     : size <= 0xffff ? 2
+						      : 4);
 		v->esize = m->entry_size;
 		v->ekey = m->entry_key;
 		v->evalue = m->entry_value;
@@ -372,7 +372,7 @@ static int find_key(const struct objread *r, uint64_t key, uint64_t value, void 
 static int view_get(const struct objread *r, const struct dict_view *v, const char *key,
 		    uint64_t *value)
 {
-	struct find_ctx f = { .key = key };
+	struct find_ctx f = {.key = key};
 	int ret = dict_foreach(r, v, find_key, &f);
 
 	if (ret)
@@ -414,7 +414,7 @@ static int add_item(const struct objread *r, uint64_t key, uint64_t value, void 
 int obj_dict_items(const struct objread *r, uint64_t dict, uint64_t *keys, uint64_t *values,
 		   size_t max, size_t *n)
 {
-	struct items_ctx c = { .keys = keys, .values = values, .max = max };
+	struct items_ctx c = {.keys = keys, .values = values, .max = max};
 	struct dict_view v;
 	int ret = dict_view(r, dict, &v);
 
@@ -582,8 +582,7 @@ int obj_modules_count(const struct objread *r, int64_t *n)
 	return ret ? ret : rd_ssize(r, modules + r->m->dict_used, n);
 }
 
-int obj_module_attr(const struct objread *r, uint64_t module, const char *name,
-		    uint64_t *value)
+int obj_module_attr(const struct objread *r, uint64_t module, const char *name, uint64_t *value)
 {
 	uint64_t dict;
 	int ret = obj_ptr(r, module + r->m->module_dict, &dict);
@@ -603,8 +602,7 @@ int obj_cell(const struct objread *r, uint64_t cell, uint64_t *value)
 	return obj_ptr(r, cell + r->m->cell_ref, value);
 }
 
-int obj_closure(const struct objread *r, uint64_t func, uint64_t *values, size_t max,
-		size_t *n)
+int obj_closure(const struct objread *r, uint64_t func, uint64_t *values, size_t max, size_t *n)
 {
 	uint64_t closure;
 	int ret = obj_ptr(r, func + r->m->func_closure, &closure);

@@ -39,11 +39,9 @@ int obj_long(const struct objread *r, uint64_t obj, int64_t *out);
 /* Items of a tuple or list, at most max; *n gets how many were stored. */
 int obj_items(const struct objread *r, uint64_t obj, uint64_t *items, size_t max, size_t *n);
 /* Keys of a set (or frozenset), at most max. */
-int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max,
-		  size_t *n);
+int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max, size_t *n);
 /* Items of a collections.deque (its first block only: up to 64), at most max. */
-int obj_deque_items(const struct objread *r, uint64_t dq, uint64_t *items, size_t max,
-		    size_t *n);
+int obj_deque_items(const struct objread *r, uint64_t dq, uint64_t *items, size_t max, size_t *n);
 
 /* Value for a str key in a dict; -ENOENT if absent. */
 int obj_dict_get(const struct objread *r, uint64_t dict, const char *key, uint64_t *value);
@@ -59,13 +57,11 @@ int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_
 int obj_module(const struct objread *r, const char *name, uint64_t *module);
 /* len(sys.modules): a cheap way to tell that nothing was imported since last asked. */
 int obj_modules_count(const struct objread *r, int64_t *n);
-int obj_module_attr(const struct objread *r, uint64_t module, const char *name,
-		    uint64_t *value);
+int obj_module_attr(const struct objread *r, uint64_t module, const char *name, uint64_t *value);
 
 int obj_weakref_target(const struct objread *r, uint64_t ref, uint64_t *target);
 int obj_cell(const struct objread *r, uint64_t cell, uint64_t *value);
 /* A function's closure cells' contents, at most max. */
-int obj_closure(const struct objread *r, uint64_t func, uint64_t *values, size_t max,
-		size_t *n);
+int obj_closure(const struct objread *r, uint64_t func, uint64_t *values, size_t max, size_t *n);
 
 #endif

@@ -33,7 +33,7 @@ static size_t add_node(struct tree *t, int kind, const char *label)
 		t->v = v;
 		t->cap = cap;
 	}
-	t->v[t->n] = (struct node){ .kind = kind, .label = strdup(label) };
+	t->v[t->n] = (struct node){.kind = kind, .label = strdup(label)};
 	if (!t->v[t->n].label)
 		t->nomem = 1;
 	return t->n++;
@@ -77,8 +77,7 @@ static size_t cor_node(struct tree *t, size_t parent, const char *label)
 	return k;
 }
 
-static char *frame_label(const struct frame_rec *f, const struct py_target *pt,
-			 struct symtab *st)
+static char *frame_label(const struct frame_rec *f, const struct py_target *pt, struct symtab *st)
 {
 	const struct py_code *c = symtab_code(st, pt, f->code, f->fp);
 	char *s = NULL;
@@ -92,8 +91,8 @@ static char *frame_label(const struct frame_rec *f, const struct py_target *pt,
 }
 
 /* Walks a task's stack outermost first, making coroutine nodes under node. */
-static size_t chain(struct tree *t, size_t node, const struct atask *k,
-		    const struct py_target *pt, struct symtab *st)
+static size_t chain(struct tree *t, size_t node, const struct atask *k, const struct py_target *pt,
+		    struct symtab *st)
 {
 	for (uint32_t i = 0; i < k->nframes && node != SIZE_MAX; i++) {
 		char *label = frame_label(&k->frames[i], pt, st);

@@ -10,11 +10,11 @@
 
 /* PY_VERSION_HEX helpers: 0xMMmmppLS (major, minor, micro, level, serial). */
 #define PYV(major, minor) (((uint32_t)(major) << 24) | ((uint32_t)(minor) << 16))
-#define PYV_MAJOR(v) ((v) >> 24 & 0xff)
-#define PYV_MINOR(v) ((v) >> 16 & 0xff)
-#define PYV_MICRO(v) ((v) >> 8 & 0xff)
-#define PYV_LEVEL(v) ((v) >> 4 & 0xf) /* 0xA alpha, 0xB beta, 0xC rc, 0xF final */
-#define PYV_MINOR_OF(v) ((v) & 0xffff0000u)
+#define PYV_MAJOR(v)	  ((v) >> 24 & 0xff)
+#define PYV_MINOR(v)	  ((v) >> 16 & 0xff)
+#define PYV_MICRO(v)	  ((v) >> 8 & 0xff)
+#define PYV_LEVEL(v)	  ((v) >> 4 & 0xf) /* 0xA alpha, 0xB beta, 0xC rc, 0xF final */
+#define PYV_MINOR_OF(v)	  ((v)&0xffff0000u)
 
 /* Layout for a release, or NULL (unsupported) with a one-line reason in why. */
 const struct py_layout *py_layout_find(uint32_t version_hex, char *why, size_t whylen);

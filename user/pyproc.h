@@ -13,21 +13,21 @@
 
 enum pyproc_status {
 	PYPROC_OK = 0,
-	PYPROC_GONE,        /* no such process (or it exited while being inspected) */
+	PYPROC_GONE,	    /* no such process (or it exited while being inspected) */
 	PYPROC_NOT_PYTHON,  /* no CPython runtime mapped */
 	PYPROC_UNSUPPORTED, /* CPython, but a version or build asyncbpf has no layout for */
 	PYPROC_NOT_READY,   /* CPython, runtime not initialised yet: try again later */
-	PYPROC_ERROR,       /* anything else (permissions, unreadable files) */
+	PYPROC_ERROR,	    /* anything else (permissions, unreadable files) */
 };
 
 struct py_target {
 	pid_t pid;
-	uint32_t version;          /* PY_VERSION_HEX */
-	char version_str[32];      /* "3.12.1" */
-	char binary[PATH_MAX];     /* ELF holding _PyRuntime, as the process maps it */
-	char comm[TASK_COMM_LEN];  /* process name */
+	uint32_t version;	       /* PY_VERSION_HEX */
+	char version_str[32];	       /* "3.12.1" */
+	char binary[PATH_MAX];	       /* ELF holding _PyRuntime, as the process maps it */
+	char comm[TASK_COMM_LEN];      /* process name */
 	unsigned long long start_time; /* /proc/PID/stat field 22, tells pid reuse apart */
-	struct py_proc proc;       /* what the BPF side gets: runtime, type addresses, layouts */
+	struct py_proc proc;	      /* what the BPF side gets: runtime, type addresses, layouts */
 	const struct py_objmodel *om; /* object model of the version, NULL if none */
 };
 

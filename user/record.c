@@ -103,8 +103,8 @@ static uint32_t task_frame(struct record *r, struct target *tg, const struct tas
 /* Root first: the thread's frames down to the running task's coroutine (the event loop's
  * part), each awaiting task from the outermost with its suspended coroutine frames, then
  * the running task and its frames down to the leaf. */
-static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s,
-		     uint32_t *ids, uint32_t n)
+static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s, uint32_t *ids,
+		     uint32_t n)
 {
 	const struct sample_hdr *h = &s->hdr;
 	uint32_t split, total = h->nframes + h->ncoro;

@@ -17,8 +17,8 @@ struct target {
 	uint32_t proc_frame; /* interned process frame */
 	uint64_t samples;
 	double next_refresh; /* when to read its asyncio tasks again */
-	int async_off;       /* its asyncio could not be read: flat stacks only */
-	int origins;         /* task creation is watched (or that failed, once) */
+	int async_off;	     /* its asyncio could not be read: flat stacks only */
+	int origins;	     /* task creation is watched (or that failed, once) */
 };
 
 struct record {
@@ -28,7 +28,7 @@ struct record {
 	struct target *targets;
 	size_t ntargets, cap;
 	uint64_t unknown_pid; /* samples of a pid no longer (or not yet) tracked */
-	uint64_t nomem;       /* samples dropped for lack of memory */
+	uint64_t nomem;	      /* samples dropped for lack of memory */
 	uint64_t root_tasks;  /* distinct tasks seen at the root of a chain (unlinked) */
 };
 

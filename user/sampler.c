@@ -14,8 +14,8 @@
 #include "sampler.h"
 #include "sampler.skel.h"
 
-#define CAP_PERFMON_BIT 38
-#define CAP_BPF_BIT 39
+#define CAP_PERFMON_BIT	  38
+#define CAP_BPF_BIT	  39
 #define CAP_SYS_ADMIN_BIT 21
 
 struct probe {
@@ -88,7 +88,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 	if (size < offsetof(struct py_sample, frames) || smp->hdr.nframes > MAX_FRAMES ||
 	    smp->hdr.ncoro > MAX_CORO_FRAMES || smp->hdr.ntasks > MAX_TASKS ||
 	    size < offsetof(struct py_sample, frames) +
-			   (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec)) {
+			    (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec)) {
 		s->bad_records++;
 		return 0;
 	}
@@ -229,7 +229,8 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	ret = sampler_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),
-			 o->verbose ? "; verifier log above" : "; run with -v for the verifier log");
+			 o->verbose ? "; verifier log above"
+				    : "; run with -v for the verifier log");
 		if (o->verbose)
 			print_log_tail();
 		rc = ret == -EPERM ? SAMPLER_EPRIV : SAMPLER_ELOAD;
@@ -280,8 +281,7 @@ int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 {
 	__u32 key = pid;
 
-	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), p, sizeof(*p),
-				    BPF_ANY);
+	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), p, sizeof(*p), BPF_ANY);
 }
 
 int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
@@ -295,7 +295,7 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 	link = bpf_program__attach_uprobe(s->skel->progs.task_init, false, pid, path, offset);
 	if (!link)
 		return -errno;
-	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
+	s->probes[s->nprobes++] = (struct probe){.pid = pid, .link = link};
 	return 0;
 }
 
@@ -323,22 +323,22 @@ static int del_ok(int ret)
 
 int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, uint64_t task)
 {
-	struct task_key key = { .pid = pid, .addr = coro };
+	struct task_key key = {.pid = pid, .addr = coro};
 
-	return bpf_map__update_elem(s->skel->maps.coro_task, &key, sizeof(key), &task,
-				    sizeof(task), BPF_ANY);
+	return bpf_map__update_elem(s->skel->maps.coro_task, &key, sizeof(key), &task, sizeof(task),
+				    BPF_ANY);
 }
 
 int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro)
 {
-	struct task_key key = { .pid = pid, .addr = coro };
+	struct task_key key = {.pid = pid, .addr = coro};
 
 	return del_ok(bpf_map__delete_elem(s->skel->maps.coro_task, &key, sizeof(key), 0));
 }
 
 int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l)
 {
-	struct task_key key = { .pid = pid, .addr = child };
+	struct task_key key = {.pid = pid, .addr = child};
 
 	return bpf_map__update_elem(s->skel->maps.task_links, &key, sizeof(key), l, sizeof(*l),
 				    BPF_ANY);
@@ -346,17 +346,17 @@ int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct 
 
 int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child)
 {
-	struct task_key key = { .pid = pid, .addr = child };
+	struct task_key key = {.pid = pid, .addr = child};
 
 	return del_ok(bpf_map__delete_elem(s->skel->maps.task_links, &key, sizeof(key), 0));
 }
 
 int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out)
 {
-	struct task_key key = { .pid = pid, .addr = child };
+	struct task_key key = {.pid = pid, .addr = child};
 
-	return bpf_map__lookup_elem(s->skel->maps.task_links, &key, sizeof(key), out,
-				    sizeof(*out), 0);
+	return bpf_map__lookup_elem(s->skel->maps.task_links, &key, sizeof(key), out, sizeof(*out),
+				    0);
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms)

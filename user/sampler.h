@@ -16,18 +16,18 @@ typedef void (*sampler_cb)(void *ctx, const struct py_sample *s, size_t size);
 
 struct sampler_opts {
 	unsigned int freq; /* Hz */
-	bool run_stats;    /* enable the kernel's bpf_stats for run time per sample */
-	bool verbose;      /* libbpf and verifier messages on stderr */
+	bool run_stats;	   /* enable the kernel's bpf_stats for run time per sample */
+	bool verbose;	   /* libbpf and verifier messages on stderr */
 	sampler_cb cb;
 	void *ctx;
 };
 
 enum sampler_err {
 	SAMPLER_OK = 0,
-	SAMPLER_EPRIV,  /* not root / missing CAP_BPF, CAP_PERFMON */
-	SAMPLER_EBTF,   /* no kernel BTF */
-	SAMPLER_EPERF,  /* perf events unavailable */
-	SAMPLER_ELOAD,  /* BPF object rejected */
+	SAMPLER_EPRIV, /* not root / missing CAP_BPF, CAP_PERFMON */
+	SAMPLER_EBTF,  /* no kernel BTF */
+	SAMPLER_EPERF, /* perf events unavailable */
+	SAMPLER_ELOAD, /* BPF object rejected */
 	SAMPLER_EOTHER,
 };
 
@@ -61,9 +61,9 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 int sampler_poll(struct sampler *s, int timeout_ms);
 
 struct sampler_stats {
-	uint64_t stat[STAT_MAX]; /* summed over CPUs */
+	uint64_t stat[STAT_MAX];  /* summed over CPUs */
 	uint64_t run_ns, run_cnt; /* from bpf_stats, 0 when not enabled */
-	uint64_t bad_records;     /* malformed ring-buffer records dropped */
+	uint64_t bad_records;	  /* malformed ring-buffer records dropped */
 };
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st);

@@ -85,7 +85,7 @@ static struct name_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, ui
 		free_slot = &tn->tab[j];
 		tn->used++;
 	}
-	*free_slot = (struct name_ent){ .pid = pid, .addr = addr, .coro = coro };
+	*free_slot = (struct name_ent){.pid = pid, .addr = addr, .coro = coro};
 	return free_slot;
 }
 
@@ -142,6 +142,6 @@ void tasknames_forget(struct tasknames *tn, pid_t pid)
 {
 	for (size_t i = 0; i < tn->cap; i++) {
 		if (tn->tab[i].pid == pid)
-			tn->tab[i] = (struct name_ent){ .pid = -1 };
+			tn->tab[i] = (struct name_ent){.pid = -1};
 	}
 }

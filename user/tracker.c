@@ -41,9 +41,8 @@ static int task_alive(const struct py_target *t, const struct known *k)
 	uint64_t coro;
 	int32_t state;
 
-	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) &&
-	       coro == k->coro && !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) &&
-	       state == 0;
+	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) && coro == k->coro &&
+	       !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) && state == 0;
 }
 
 struct tracker *tracker_new(struct sampler *s)
@@ -78,7 +77,7 @@ static struct proc_tasks *proc(struct tracker *tr, pid_t pid)
 		return NULL;
 	tr->procs = p;
 	p = &tr->procs[tr->nprocs++];
-	*p = (struct proc_tasks){ .pid = pid, .modules = -1 };
+	*p = (struct proc_tasks){.pid = pid, .modules = -1};
 	return p;
 }
 
@@ -114,14 +113,14 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	for (size_t i = 0; i < a.n; i++) {
 		struct atask *k = &a.v[i];
 
-		now[i] = (struct known){ .task = k->addr, .coro = k->coro };
+		now[i] = (struct known){.task = k->addr, .coro = k->coro};
 		sampler_set_coro_task(tr->s, t->pid, k->coro, k->addr);
 		if (k->nparents) {
 			struct atask *p = atasks_find(&a, k->parents[0]);
-			struct task_link l = { .child_coro = k->coro,
-					       .parent = p->addr,
-					       .parent_coro = p->coro,
-					       .kind = LINK_AWAITER };
+			struct task_link l = {.child_coro = k->coro,
+					      .parent = p->addr,
+					      .parent_coro = p->coro,
+					      .kind = LINK_AWAITER};
 
 			sampler_set_link(tr->s, t->pid, k->addr, &l);
 		}

@@ -8,24 +8,24 @@
 
 static int unit_failed, unit_passed, unit_skipped;
 
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (cond) {                                                                \
-			unit_passed++;                                                     \
-		} else {                                                                   \
-			unit_failed++;                                                     \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-		}                                                                          \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (cond) {                                                                        \
+			unit_passed++;                                                             \
+		} else {                                                                           \
+			unit_failed++;                                                             \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+		}                                                                                  \
 	} while (0)
 
-#define SKIP(...)                                                                          \
-	do {                                                                               \
-		unit_skipped++;                                                            \
-		fprintf(stderr, "SKIP %s:%d: ", __FILE__, __LINE__);                       \
-		fprintf(stderr, __VA_ARGS__);                                              \
-		fputc('\n', stderr);                                                       \
+#define SKIP(...)                                                                                  \
+	do {                                                                                       \
+		unit_skipped++;                                                                    \
+		fprintf(stderr, "SKIP %s:%d: ", __FILE__, __LINE__);                               \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
 	} while (0)
 
 static inline int unit_exit(void)

@@ -24,8 +24,13 @@ fi
 
 tmp=$(mktemp -d)
 pid=
+# under set -e a failing command in the EXIT trap becomes the exit status: the killed
+# workload's wait returns 143
 cleanup() {
-	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	if [ -n "$pid" ]; then
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -77,6 +77,7 @@ enum name_kind {
 struct task_rec {
 	__u64 addr;
 	__u64 coro;
+	__u64 serial;
 	__u64 name_obj;
 	__u16 first; /* its coroutine frames: frames[first .. first + nframes) */
 	__u16 nframes;
@@ -104,14 +105,27 @@ enum link_kind {
 	LINK_ORIGIN = 2,  /* the parent created the child */
 };
 
-/* child task -> parent. The coroutines tell reused addresses apart: a link holds only
- * while the child still runs child_coro, and its parent is alive while it runs
- * parent_coro. A link made at creation carries the parent's name as it was then: the
- * parent may be gone by the time a sample shows it. */
+/* A task and its serial: a number given to each task once (by the creation probe, or by
+ * userspace for tasks that were there before). A task and its coroutine are allocated
+ * and freed together, so a new pair often takes both addresses of an old one: only the
+ * serial tells them apart. 0 when unknown. */
+struct task_id {
+	__u64 task;
+	__u64 serial;
+};
+
+#define SERIAL_USER (1ULL << 62) /* serials userspace gives start here */
+
+/* child task -> parent. A link holds only while the child is child_serial (and runs
+ * child_coro); its parent is alive while it is parent_serial and runs parent_coro. A
+ * link made at creation carries the parent's name as it was then: the parent may be
+ * gone by the time a sample shows it. */
 struct task_link {
+	__u64 child_serial;
 	__u64 child_coro;
 	__u64 parent;
 	__u64 parent_coro;
+	__u64 parent_serial;
 	__u32 kind;
 	__u32 name_kind;
 	char name[TASK_NAME_LEN];

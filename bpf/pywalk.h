@@ -98,7 +98,7 @@ static long pw_find_step(__u32 i, void *ctx)
  * interpreter's list, at most MAX_THREADS steps in all. */
 static PW_INLINE __u64 pw_find_tstate(const struct py_proc *p, __u64 thread_id, __u64 native_id)
 {
-	struct pw_find f = {.p = p, .thread_id = thread_id, .native_id = native_id};
+	struct pw_find f = { .p = p, .thread_id = thread_id, .native_id = native_id };
 
 	if (pw_read(&f.interp, 8, p->runtime + p->layout.runtime_interp_head) || !f.interp)
 		return 0;
@@ -221,7 +221,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, struct frame_rec *out,
 				      struct pw_scratch *s, __u32 *flags)
 {
-	struct pw_walk w = {.p = p, .out = out, .s = s, .frame = frame};
+	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame };
 
 	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
@@ -368,7 +368,7 @@ static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct 
 				    __u32 start, __u32 max, struct pw_scratch *s, __u64 *awaited,
 				    __u32 *flags)
 {
-	struct pw_coro w = {.p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max};
+	struct pw_coro w = { .p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max };
 
 	PW_LOOP(MAX_CORO_FRAMES, pw_coro_step, &w);
 	if (w.gen)

@@ -67,8 +67,19 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1 << 17);
 	__type(key, struct task_key);
-	__type(value, __u64);
+	__type(value, struct task_id);
 } coro_task SEC(".maps");
+
+/* task address -> serial of the task that lives there now */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, __u64);
+} task_serials SEC(".maps");
+
+/* serials of tasks seen created; userspace numbers the others from SERIAL_USER up */
+__u64 next_serial;
 
 /* task -> the task it is linked to: an awaiter (userspace) or its creator */
 struct {
@@ -132,17 +143,40 @@ static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u3
 	return name;
 }
 
-/* Is gen the coroutine of a live task? Returns the task, 0 if not. */
-static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen)
+static __always_inline __u64 serial_of(__u32 pid, __u64 task)
 {
-	struct task_key key = {.pid = pid, .addr = gen};
-	__u64 *task = bpf_map_lookup_elem(&coro_task, &key), coro = 0, t;
+	struct task_key key = { .pid = pid, .addr = task };
+	__u64 *serial = bpf_map_lookup_elem(&task_serials, &key);
 
-	if (!task)
+	return serial ? *serial : 0;
+}
+
+/* Is the task at addr, running coro, still the task numbered serial? */
+static __always_inline int task_alive(const struct py_proc *p, __u32 pid, __u64 addr,
+				      __u64 coro, __u64 serial)
+{
+	__u64 now = 0;
+
+	if (serial && serial_of(pid, addr) != serial)
 		return 0;
-	t = *task;
-	if (pw_read(&coro, 8, t + p->async.task_coro) || coro != gen)
+	return !pw_read(&now, 8, addr + p->async.task_coro) && now == coro;
+}
+
+/* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
+static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen,
+				     __u64 *serial)
+{
+	struct task_key key = { .pid = pid, .addr = gen };
+	struct task_id *id = bpf_map_lookup_elem(&coro_task, &key);
+	__u64 t, sn;
+
+	if (!id)
 		return 0;
+	t = id->task;
+	sn = id->serial;
+	if (!task_alive(p, pid, t, gen, sn))
+		return 0;
+	*serial = sn;
 	return t;
 }
 
@@ -150,7 +184,7 @@ struct find_running {
 	const struct py_proc *p;
 	struct pw_scratch *s;
 	__u32 pid, idx;
-	__u64 task, coro;
+	__u64 task, coro, serial;
 };
 
 static long find_running_step(__u32 i, void *ctx)
@@ -161,7 +195,7 @@ static long find_running_step(__u32 i, void *ctx)
 
 	if (i >= f->s->ngens)
 		return 1;
-	t = task_of(f->p, f->pid, f->s->gen[k]);
+	t = task_of(f->p, f->pid, f->s->gen[k], &f->serial);
 	if (!t)
 		return 0;
 	f->task = t;
@@ -175,7 +209,7 @@ struct task_walk {
 	struct py_sample *smp;
 	struct pw_scratch *s;
 	__u32 pid, n, used; /* tasks recorded, frames used */
-	__u64 cur, cur_coro;
+	__u64 cur, cur_coro, cur_serial;
 	__u32 cur_flags;
 	const struct task_link *link; /* how cur was reached, NULL for the running task */
 };
@@ -198,17 +232,18 @@ static long task_step(__u32 i, void *ctx)
 {
 	struct task_walk *w = ctx;
 	const struct py_proc *p = w->p;
-	struct task_key key = {.pid = w->pid, .addr = w->cur};
+	struct task_key key = { .pid = w->pid, .addr = w->cur };
 	struct task_link *link;
 	struct task_rec *t;
 	__u32 n = w->n, flags = 0, nf = 0;
-	__u64 awaited, coro = 0;
+	__u64 awaited;
 
 	if (n >= MAX_TASKS)
 		return 1;
 	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
 	t->addr = w->cur;
 	t->coro = w->cur_coro;
+	t->serial = w->cur_serial;
 	t->name_obj = 0;
 	t->flags = w->cur_flags;
 	t->first = w->used;
@@ -235,7 +270,7 @@ static long task_step(__u32 i, void *ctx)
 			t->flags |= TASK_TRUNCATED;
 	}
 	link = bpf_map_lookup_elem(&task_links, &key);
-	if (!link || link->child_coro != w->cur_coro)
+	if (!link || link->child_serial != w->cur_serial || link->child_coro != w->cur_coro)
 		return 1;
 	if (n + 1 >= MAX_TASKS) {
 		t->flags |= TASK_MORE;
@@ -244,8 +279,9 @@ static long task_step(__u32 i, void *ctx)
 	w->link = link;
 	w->cur = link->parent;
 	w->cur_coro = link->parent_coro;
+	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	if (pw_read(&coro, 8, w->cur + p->async.task_coro) || coro != w->cur_coro)
+	if (!task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
 		w->cur_flags |= TASK_ENDED;
 	bpf_loop(MAX_TASKS, in_chain_step, w, 0);
 	return 0;
@@ -254,8 +290,8 @@ static long task_step(__u32 i, void *ctx)
 /* If the thread runs an asyncio task: which, and the chain of tasks awaiting it. */
 static __always_inline void walk_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
 {
-	struct find_running f = {.p = p, .s = &sc->pw, .pid = pid};
-	struct task_walk w = {.p = p, .smp = &sc->s, .s = &sc->pw, .pid = pid};
+	struct find_running f = { .p = p, .s = &sc->pw, .pid = pid };
+	struct task_walk w = { .p = p, .smp = &sc->s, .s = &sc->pw, .pid = pid };
 
 	sc->s.hdr.ntasks = 0;
 	sc->s.hdr.ncoro = 0;
@@ -268,6 +304,7 @@ static __always_inline void walk_tasks(const struct py_proc *p, __u32 pid, struc
 	stat_inc(STAT_TASK);
 	w.cur = f.task;
 	w.cur_coro = f.coro;
+	w.cur_serial = f.serial;
 	w.used = sc->s.hdr.nframes;
 	bpf_loop(MAX_TASKS, task_step, &w, 0);
 	sc->s.hdr.running_idx = f.idx;
@@ -309,8 +346,9 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, one = 1, n = 0, flags = 0;
 	struct find_running f = {};
-	struct task_key key = {.pid = pid};
-	struct task_link link = {.kind = LINK_ORIGIN};
+	struct task_key key = { .pid = pid };
+	struct task_link link = { .kind = LINK_ORIGIN };
+	struct task_id id_new;
 	struct py_proc *p = bpf_map_lookup_elem(&procs, &pid);
 	struct scratch *sc;
 	__s64 nargs = 0;
@@ -322,8 +360,14 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	if (bpf_probe_read_user(&nargs, 8, (void *)(args + 16)) || nargs < 1 ||
 	    bpf_probe_read_user(&coro, 8, (void *)(args + 24)) || !coro)
 		return 0;
+	id_new.task = self;
+	id_new.serial = __sync_fetch_and_add(&next_serial, 1) + 1;
+	key.addr = self;
+	bpf_map_update_elem(&task_serials, &key, &id_new.serial, BPF_ANY);
+	/* whatever link this address had belongs to a task that is gone */
+	bpf_map_delete_elem(&task_links, &key);
 	key.addr = coro;
-	bpf_map_update_elem(&coro_task, &key, &self, BPF_ANY);
+	bpf_map_update_elem(&coro_task, &key, &id_new, BPF_ANY);
 	stat_inc(STAT_TASK_CREATED);
 
 	sc = bpf_map_lookup_elem(&scratch, &one);
@@ -335,9 +379,11 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	bpf_loop(PW_MAX_GENS, find_running_step, &f, 0);
 	if (!f.task || f.task == self)
 		return 0;
+	link.child_serial = id_new.serial;
 	link.child_coro = coro;
 	link.parent = f.task;
 	link.parent_coro = f.coro;
+	link.parent_serial = f.serial;
 	copy_name(p, f.task, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);

@@ -112,16 +112,16 @@ static int parse_pids(struct opts *o, const char *arg)
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{"all", no_argument, NULL, 'a'},
-		{"pid", required_argument, NULL, 'p'},
-		{"freq", required_argument, NULL, 'F'},
-		{"duration", required_argument, NULL, 'd'},
-		{"output", required_argument, NULL, 'o'},
-		{"format", required_argument, NULL, 'f'},
-		{"stats", no_argument, NULL, 's'},
-		{"verbose", no_argument, NULL, 'v'},
-		{"no-origins", no_argument, NULL, 'O'},
-		{"help", no_argument, NULL, 'h'},
+		{ "all", no_argument, NULL, 'a' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "stats", no_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "no-origins", no_argument, NULL, 'O' },
+		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	bool all = false;
@@ -390,7 +390,7 @@ int main(int argc, char **argv)
 {
 	static struct py_target targets[MAX_PIDS];
 	struct opts o = {};
-	struct app a = {.o = &o};
+	struct app a = { .o = &o };
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
 	double start, next_scan;

@@ -50,18 +50,19 @@ struct origins {
 	pid_t pid;
 };
 
-static int get_link(void *ctx, uint64_t child, struct task_link *out)
+static int get_link(void *ctx, uint64_t child, uint64_t *serial, struct task_link *out)
 {
 	struct origins *o = ctx;
 
-	return sampler_get_link(o->s, o->pid, child, out);
+	return sampler_get_serial(o->s, o->pid, child, serial) ||
+	       sampler_get_link(o->s, o->pid, child, out);
 }
 
 /* Loads the sampler without sampling and probes task creation for the given time. */
 static int watch(const struct py_target *t, double seconds, struct sampler **out, char *why,
 		 size_t len)
 {
-	struct sampler_opts so = {.cb = on_sample};
+	struct sampler_opts so = { .cb = on_sample };
 	char path[PATH_MAX + 64];
 	struct timespec ts;
 	uint64_t off;
@@ -91,8 +92,8 @@ static int watch(const struct py_target *t, double seconds, struct sampler **out
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"watch", required_argument, NULL, 'w'},
-		{"help", no_argument, NULL, 'h'},
+		{ "watch", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	struct sampler *sampler = NULL;
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
 		return EXIT_ENV;
 	}
 	if (sampler) {
-		struct origins o = {.s = sampler, .pid = t.pid};
+		struct origins o = { .s = sampler, .pid = t.pid };
 
 		ret = atasks_add_origins(&a, &t, get_link, &o);
 		sampler_close(sampler);

@@ -299,7 +299,7 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	}
 	a->n = kept;
 	for (size_t i = 0; i < a->n; i++) {
-		struct reach x = {.r = &r, .a = a, .child = &a->v[i]};
+		struct reach x = { .r = &r, .a = a, .child = &a->v[i] };
 
 		reach_callbacks(&x, a->v[i].addr, 0);
 	}
@@ -355,7 +355,9 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 }
 
 int atasks_add_origins(struct atasks *a, const struct py_target *t,
-		       int (*get_link)(void *ctx, uint64_t child, struct task_link *out), void *ctx)
+		       int (*get_link)(void *ctx, uint64_t child, uint64_t *serial,
+				       struct task_link *out),
+		       void *ctx)
 {
 	size_t n = a->n;
 
@@ -363,11 +365,12 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		struct task_rec rec = {};
 		struct task_link l;
 		struct atask *p;
+		uint64_t serial;
 		char name[TASK_NAME_LEN + 32];
 		int ret;
 
-		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &l) || l.kind != LINK_ORIGIN ||
-		    l.child_coro != a->v[i].coro)
+		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &serial, &l) ||
+		    l.kind != LINK_ORIGIN || l.child_serial != serial || l.child_coro != a->v[i].coro)
 			continue;
 		p = atasks_find(a, l.parent);
 		if (!p || p->coro != l.parent_coro) {

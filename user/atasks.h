@@ -48,7 +48,8 @@ void atasks_free(struct atasks *a);
 /* Adds to the snapshot the creators that links made at task creation name, for tasks
  * nobody awaits; a creator that has returned is added as an ended task. */
 int atasks_add_origins(struct atasks *a, const struct py_target *t,
-		       int (*get_link)(void *ctx, uint64_t child, struct task_link *out),
+		       int (*get_link)(void *ctx, uint64_t child, uint64_t *serial,
+				       struct task_link *out),
 		       void *ctx);
 
 /* Where the process's _asyncio.Task constructor (tp_init) is: the file as the process

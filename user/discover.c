@@ -104,7 +104,7 @@ int discover_scan(struct discover *d, discover_cb cb, void *ctx)
 			continue;
 		if (!s->pid)
 			d->used++;
-		*s = (struct seen){.pid = pid, .start = start, .scan = d->scan};
+		*s = (struct seen){ .pid = pid, .start = start, .scan = d->scan };
 		if (st != PYPROC_NOT_PYTHON)
 			cb(ctx, pid, st, st == PYPROC_OK ? &t : NULL, why);
 	}

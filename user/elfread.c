@@ -366,7 +366,7 @@ static int vscan_range(struct elf_file *e, struct vscan *vs, uint64_t off, uint6
 
 int elf_py_version_string(struct elf_file *e, int major, int minor, char *buf, size_t len)
 {
-	struct vscan vs = {.major = major, .minor = minor};
+	struct vscan vs = { .major = major, .minor = minor };
 	uint64_t budget = MAX_SCAN;
 	Elf_Scn *scn = NULL;
 	bool any_section = false;

@@ -372,7 +372,7 @@ static int find_key(const struct objread *r, uint64_t key, uint64_t value, void 
 static int view_get(const struct objread *r, const struct dict_view *v, const char *key,
 		    uint64_t *value)
 {
-	struct find_ctx f = {.key = key};
+	struct find_ctx f = { .key = key };
 	int ret = dict_foreach(r, v, find_key, &f);
 
 	if (ret)
@@ -414,7 +414,7 @@ static int add_item(const struct objread *r, uint64_t key, uint64_t value, void 
 int obj_dict_items(const struct objread *r, uint64_t dict, uint64_t *keys, uint64_t *values,
 		   size_t max, size_t *n)
 {
-	struct items_ctx c = {.keys = keys, .values = values, .max = max};
+	struct items_ctx c = { .keys = keys, .values = values, .max = max };
 	struct dict_view v;
 	int ret = dict_view(r, dict, &v);
 

@@ -194,8 +194,8 @@ int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t cou
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, ids, n * sizeof(*ids));
-	p->stacks[p->nstacks] = (struct stack_ent){.ids = copy, .n = n, .count = count};
-	p->stack_slots[j] = (struct stack_slot){.hash = h, .idx = ++p->nstacks};
+	p->stacks[p->nstacks] = (struct stack_ent){ .ids = copy, .n = n, .count = count };
+	p->stack_slots[j] = (struct stack_slot){ .hash = h, .idx = ++p->nstacks };
 	p->total += count;
 	return 0;
 }

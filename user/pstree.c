@@ -33,7 +33,7 @@ static size_t add_node(struct tree *t, int kind, const char *label)
 		t->v = v;
 		t->cap = cap;
 	}
-	t->v[t->n] = (struct node){.kind = kind, .label = strdup(label)};
+	t->v[t->n] = (struct node){ .kind = kind, .label = strdup(label) };
 	if (!t->v[t->n].label)
 		t->nomem = 1;
 	return t->n++;

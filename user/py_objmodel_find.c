@@ -35,13 +35,13 @@ struct asyncio_layout {
 };
 
 static const struct asyncio_layout asyncio_layouts[] = {
-	{0x030800f0, 72, 104, 104, 112, 120, 144, 16},
-	{0x030900f0, 80, 144, 144, 152, 160, 184, 16},
-	{0x030a00f0, 80, 144, 144, 152, 160, 184, 0},
-	{0x030a06f0, 88, 152, 152, 160, 168, 192, 0},
-	{0x030b00f0, 88, 128, 128, 136, 144, 176, 0},
-	{0x030c00f0, 88, 128, 128, 136, 144, 176, 0},
-	{0x030d00f0, 96, 104, 112, 120, 128, 144, 0},
+	{ 0x030800f0, 72, 104, 104, 112, 120, 144, 16 },
+	{ 0x030900f0, 80, 144, 144, 152, 160, 184, 16 },
+	{ 0x030a00f0, 80, 144, 144, 152, 160, 184, 0 },
+	{ 0x030a06f0, 88, 152, 152, 160, 168, 192, 0 },
+	{ 0x030b00f0, 88, 128, 128, 136, 144, 176, 0 },
+	{ 0x030c00f0, 88, 128, 128, 136, 144, 176, 0 },
+	{ 0x030d00f0, 96, 104, 112, 120, 128, 144, 0 },
 };
 
 #define NLAYOUTS (sizeof(asyncio_layouts) / sizeof(asyncio_layouts[0]))
@@ -120,9 +120,9 @@ static int basicsize(const struct py_objmodel *om, pid_t pid, uint64_t type, int
 int py_objmodel_check_asyncio(const struct py_objmodel *om, pid_t pid, uint64_t future_type,
 			      uint64_t task_type, char *why, size_t len)
 {
-	static const char *const names[2] = {"_asyncio.Future", "_asyncio.Task"};
-	uint64_t types[2] = {future_type, task_type};
-	int64_t want[2] = {om->async.fut_size, om->async.task_size}, got;
+	static const char *const names[2] = { "_asyncio.Future", "_asyncio.Task" };
+	uint64_t types[2] = { future_type, task_type };
+	int64_t want[2] = { om->async.fut_size, om->async.task_size }, got;
 	int i, err;
 
 	for (i = 0; i < 2; i++) {

@@ -19,7 +19,7 @@
 
 static void version_str(uint32_t v, char *buf, size_t len)
 {
-	static const char *const level[16] = {[0xA] = "a", [0xB] = "b", [0xC] = "rc"};
+	static const char *const level[16] = { [0xA] = "a", [0xB] = "b", [0xC] = "rc" };
 	unsigned int lv = PYV_LEVEL(v);
 
 	if (lv == 0xF)

@@ -304,7 +304,7 @@ static int map_vaddr(struct inspect *in, struct pyelf *py, uint64_t vaddr, uint6
 
 static void version_str(uint32_t v, char *buf, size_t len)
 {
-	static const char *const level[16] = {[0xA] = "a", [0xB] = "b", [0xC] = "rc"};
+	static const char *const level[16] = { [0xA] = "a", [0xB] = "b", [0xC] = "rc" };
 	unsigned int lv = PYV_LEVEL(v);
 
 	if (lv == 0xF || !level[lv])
@@ -419,7 +419,7 @@ static enum pyproc_status inspect_old(struct inspect *in, struct pyelf *old)
 
 static enum pyproc_status inspect(struct inspect *in, struct py_target *t)
 {
-	struct pyelf py = {0}, old = {0};
+	struct pyelf py = { 0 }, old = { 0 };
 	enum pyproc_status st;
 	unsigned long flags = 0;
 	char path[64];
@@ -473,7 +473,7 @@ static enum pyproc_status inspect(struct inspect *in, struct py_target *t)
 
 enum pyproc_status pyproc_inspect(pid_t pid, struct py_target *t, char *why, size_t whylen)
 {
-	struct inspect in = {.pid = pid, .why = why, .whylen = whylen};
+	struct inspect in = { .pid = pid, .why = why, .whylen = whylen };
 	enum pyproc_status st;
 
 	if (whylen)

@@ -295,7 +295,7 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 	link = bpf_program__attach_uprobe(s->skel->progs.task_init, false, pid, path, offset);
 	if (!link)
 		return -errno;
-	s->probes[s->nprobes++] = (struct probe){.pid = pid, .link = link};
+	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
 	return 0;
 }
 
@@ -321,24 +321,55 @@ static int del_ok(int ret)
 	return ret == -ENOENT ? 0 : ret;
 }
 
-int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, uint64_t task)
+int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, const struct task_id *id)
 {
-	struct task_key key = {.pid = pid, .addr = coro};
+	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__update_elem(s->skel->maps.coro_task, &key, sizeof(key), &task, sizeof(task),
+	return bpf_map__update_elem(s->skel->maps.coro_task, &key, sizeof(key), id, sizeof(*id),
 				    BPF_ANY);
+}
+
+int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct task_id *out)
+{
+	struct task_key key = { .pid = pid, .addr = coro };
+
+	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out,
+				    sizeof(*out), 0);
+}
+
+int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+
+	return bpf_map__update_elem(s->skel->maps.task_serials, &key, sizeof(key), &serial,
+				    sizeof(serial), BPF_ANY);
+}
+
+int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *out)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+
+	return bpf_map__lookup_elem(s->skel->maps.task_serials, &key, sizeof(key), out,
+				    sizeof(*out), 0);
+}
+
+int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+
+	return del_ok(bpf_map__delete_elem(s->skel->maps.task_serials, &key, sizeof(key), 0));
 }
 
 int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro)
 {
-	struct task_key key = {.pid = pid, .addr = coro};
+	struct task_key key = { .pid = pid, .addr = coro };
 
 	return del_ok(bpf_map__delete_elem(s->skel->maps.coro_task, &key, sizeof(key), 0));
 }
 
 int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l)
 {
-	struct task_key key = {.pid = pid, .addr = child};
+	struct task_key key = { .pid = pid, .addr = child };
 
 	return bpf_map__update_elem(s->skel->maps.task_links, &key, sizeof(key), l, sizeof(*l),
 				    BPF_ANY);
@@ -346,14 +377,14 @@ int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct 
 
 int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child)
 {
-	struct task_key key = {.pid = pid, .addr = child};
+	struct task_key key = { .pid = pid, .addr = child };
 
 	return del_ok(bpf_map__delete_elem(s->skel->maps.task_links, &key, sizeof(key), 0));
 }
 
 int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out)
 {
-	struct task_key key = {.pid = pid, .addr = child};
+	struct task_key key = { .pid = pid, .addr = child };
 
 	return bpf_map__lookup_elem(s->skel->maps.task_links, &key, sizeof(key), out, sizeof(*out),
 				    0);

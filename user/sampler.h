@@ -47,8 +47,12 @@ int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler_del_proc(struct sampler *s, pid_t pid);
 
 /* The asyncio maps: which task runs a coroutine, and which task a task is linked to. */
-int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, uint64_t task);
+int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, const struct task_id *id);
+int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct task_id *out);
 int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro);
+int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial);
+int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *out);
+int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task);
 int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l);
 int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child);
 int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out);

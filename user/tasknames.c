@@ -85,7 +85,7 @@ static struct name_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, ui
 		free_slot = &tn->tab[j];
 		tn->used++;
 	}
-	*free_slot = (struct name_ent){.pid = pid, .addr = addr, .coro = coro};
+	*free_slot = (struct name_ent){ .pid = pid, .addr = addr, .coro = coro };
 	return free_slot;
 }
 
@@ -130,7 +130,8 @@ void task_name(const struct py_target *t, const struct task_rec *task, char *buf
 
 int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct task_rec *task)
 {
-	struct name_ent *e = entry(tn, t->pid, task->addr, task->coro);
+	/* the serial tells apart tasks that reuse an address and coroutine address */
+	struct name_ent *e = entry(tn, t->pid, task->addr, task->serial ? task->serial : task->coro);
 
 	if (!e || e->root)
 		return 0;
@@ -142,6 +143,6 @@ void tasknames_forget(struct tasknames *tn, pid_t pid)
 {
 	for (size_t i = 0; i < tn->cap; i++) {
 		if (tn->tab[i].pid == pid)
-			tn->tab[i] = (struct name_ent){.pid = -1};
+			tn->tab[i] = (struct name_ent){ .pid = -1 };
 	}
 }

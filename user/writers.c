@@ -12,7 +12,7 @@ static const struct {
 	const char *name;
 	enum out_format fmt;
 } formats[] = {
-	{"collapsed", OUT_COLLAPSED},
+	{ "collapsed", OUT_COLLAPSED },
 };
 
 int writer_format(const char *name, enum out_format *out)

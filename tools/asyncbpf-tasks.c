@@ -55,7 +55,7 @@ static int get_link(void *ctx, uint64_t child, uint64_t *serial, struct task_lin
 	struct origins *o = ctx;
 
 	return sampler_get_serial(o->s, o->pid, child, serial) ||
-	       sampler_get_link(o->s, o->pid, child, out);
+	       (out && sampler_get_link(o->s, o->pid, child, out));
 }
 
 /* Loads the sampler without sampling and probes task creation for the given time. */

@@ -372,9 +372,20 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &serial, &l) ||
 		    l.kind != LINK_ORIGIN || l.child_serial != serial || l.child_coro != a->v[i].coro)
 			continue;
+		/* the parent's address may hold a newer task by now */
 		p = atasks_find(a, l.parent);
-		if (!p || p->coro != l.parent_coro) {
-			if ((ret = add_task(a, l.parent)))
+		if (p && (p->coro != l.parent_coro || get_link(ctx, l.parent, &serial, NULL) ||
+			  serial != l.parent_serial))
+			p = NULL;
+		if (!p) {
+			/* an ended creator is named by its serial: its address may be taken
+			 * (bit 63 is never set in a user address) */
+			uint64_t key = (l.parent_serial ? l.parent_serial : l.parent) | 1ULL << 63;
+
+			p = atasks_find(a, key);
+			if (p)
+				goto link;
+			if ((ret = add_task(a, key)))
 				return ret;
 			p = &a->v[a->n - 1];
 			p->coro = l.parent_coro;
@@ -386,6 +397,7 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 			if (!p->name)
 				return -ENOMEM;
 		}
+link:
 		a->v[i].parents[a->v[i].nparents++] = p->addr;
 	}
 	return 0;

@@ -46,7 +46,8 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 void atasks_free(struct atasks *a);
 
 /* Adds to the snapshot the creators that links made at task creation name, for tasks
- * nobody awaits; a creator that has returned is added as an ended task. */
+ * nobody awaits; a creator that has returned is added as an ended task. get_link gives
+ * a task's serial and, when out is not NULL, its link. */
 int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		       int (*get_link)(void *ctx, uint64_t child, uint64_t *serial,
 				       struct task_link *out),

@@ -106,11 +106,11 @@ static void test_version_parse(void)
 		const char *s;
 		uint32_t hex;
 	} ok[] = {
-		{"3.10.13", 0x030a0df0},  {"3.8.18+", 0x030812f0},  {"3.13.0rc2", 0x030d00c2},
-		{"3.14.0a1", 0x030e00a1}, {"3.12.0b4", 0x030c00b4}, {"2.7.18", 0x020712f0},
+		{ "3.10.13", 0x030a0df0 },  { "3.8.18+", 0x030812f0 },	{ "3.13.0rc2", 0x030d00c2 },
+		{ "3.14.0a1", 0x030e00a1 }, { "3.12.0b4", 0x030c00b4 }, { "2.7.18", 0x020712f0 },
 	};
-	static const char *const bad[] = {"",	     "3.10",   "3.10.13x", "3..1",   "1234.1.1",
-					  "3.1.1rc", "3.1.1 ", "3.1.1++",  "a3.1.1", "3.1.1a16"};
+	static const char *const bad[] = { "",	      "3.10",	"3.10.13x", "3..1",   "1234.1.1",
+					   "3.1.1rc", "3.1.1 ", "3.1.1++",  "a3.1.1", "3.1.1a16" };
 	uint32_t hex;
 	size_t i;
 
@@ -238,8 +238,8 @@ static const char where_py[] =
 
 static void test_interpreters(void)
 {
-	const char *pats[] = {"%s/versions/*/bin/python[0-9].[0-9]",
-			      "%s/versions/*/bin/python[0-9].[0-9][0-9]"};
+	const char *pats[] = { "%s/versions/*/bin/python[0-9].[0-9]",
+			       "%s/versions/*/bin/python[0-9].[0-9][0-9]" };
 	char root[PATH_MAX], pat[PATH_MAX + 64];
 	const char *env = getenv("PYENV_ROOT"), *home = getenv("HOME");
 	glob_t g;
@@ -350,7 +350,7 @@ static char *slurp(const char *path, size_t *len)
 static void probe_damaged(const char *path, const char *orig, size_t origlen, struct elf_file *ref,
 			  const char *what)
 {
-	static const char *const syms[] = {"main", "elf_test_marker", "malloc", "_start"};
+	static const char *const syms[] = { "main", "elf_test_marker", "malloc", "_start" };
 	uint64_t v, size, rv, rsize, off, roff;
 	char buf[64], rbuf[64], s[32];
 	struct elf_file *e;

@@ -96,7 +96,7 @@ static int read_line(int fd, char *buf, size_t len, int timeout_ms)
 	size_t n = 0;
 
 	while (n + 1 < len) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		ssize_t r;
 
 		if (poll(&pfd, 1, timeout_ms) <= 0)
@@ -379,7 +379,7 @@ static void check_runtime_check(const struct py_layout *l, const struct facts *f
 
 static void run_case(const char *py)
 {
-	struct timespec nap = {0, 20 * 1000 * 1000};
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
 	const struct py_layout *l;
 	struct child c;
 	struct facts f;
@@ -448,11 +448,11 @@ static void run_case(const char *py)
 
 static void test_find(void)
 {
-	static const uint32_t bad[] = {0x030710f0, 0x030e00f0, 0x030d00c1,
-				       0x020712f0, 0x030c00b4, 0x030800a1};
-	static const char *const bad_str[] = {"3.7.16", "3.14.0",   "3.13.0rc1",
-					      "2.7.18", "3.12.0b4", "3.8.0a1"};
-	static const unsigned int micros[] = {0, 1, 6, 18, 40};
+	static const uint32_t bad[] = { 0x030710f0, 0x030e00f0, 0x030d00c1,
+					0x020712f0, 0x030c00b4, 0x030800a1 };
+	static const char *const bad_str[] = { "3.7.16", "3.14.0",   "3.13.0rc1",
+					       "2.7.18", "3.12.0b4", "3.8.0a1" };
+	static const unsigned int micros[] = { 0, 1, 6, 18, 40 };
 	const struct py_layout *l;
 	char why[256];
 	unsigned int minor, i;

@@ -178,7 +178,7 @@ static void test_interpreter(const char *py)
 	uint32_t v = py_hexversion(py);
 	char cmd[2 * PATH_MAX + 64], *line = NULL;
 	size_t cap = 0, ncodes = 0, nchecked = 0, nends = 0;
-	struct code_rec c = {0};
+	struct code_rec c = { 0 };
 	int have = 0, mism = 0, trunc_bad = 0, rc;
 	FILE *f;
 
@@ -268,7 +268,7 @@ static void test_interpreter(const char *py)
  * give the same answers (what lies past the table is never read). */
 static void test_garbage(void)
 {
-	static const uint32_t versions[] = {0x03080000, 0x030a0000, 0x030b0000};
+	static const uint32_t versions[] = { 0x03080000, 0x030a0000, 0x030b0000 };
 	uint8_t buf[1200];
 	unsigned int seed = 12345;
 	int i, differ = 0, calls = 0;

@@ -93,7 +93,7 @@ static int find_pydir(void)
 static int spawn(struct target *tg)
 {
 	char script[PATH_MAX + 32];
-	char *argv[] = {(char *)tg->python, script, NULL};
+	char *argv[] = { (char *)tg->python, script, NULL };
 	int in[2], out[2];
 
 	snprintf(script, sizeof(script), "%s/objmodel_target.py", pydir);
@@ -117,7 +117,7 @@ static int spawn(struct target *tg)
 
 static int read_line(struct target *tg, char *buf, size_t len)
 {
-	struct pollfd p = {.fd = tg->out, .events = POLLIN};
+	struct pollfd p = { .fd = tg->out, .events = POLLIN };
 	size_t n = 0;
 
 	while (n + 1 < len) {
@@ -994,12 +994,13 @@ static unsigned int hexversion_of(const char *python)
 
 int main(void)
 {
-	static const char *const pats[] = {
-		"%s/versions/*/bin/python[0-9].[0-9]", "%s/versions/*/bin/python[0-9].[0-9][0-9]",
-		"/usr/bin/python[0-9].[0-9]%.0s", "/usr/bin/python[0-9].[0-9][0-9]%.0s"};
+	static const char *const pats[] = { "%s/versions/*/bin/python[0-9].[0-9]",
+					    "%s/versions/*/bin/python[0-9].[0-9][0-9]",
+					    "/usr/bin/python[0-9].[0-9]%.0s",
+					    "/usr/bin/python[0-9].[0-9][0-9]%.0s" };
 	char root[PATH_MAX], pat[PATH_MAX + 64];
 	static struct target tg;
-	int seen[16] = {0}, minor;
+	int seen[16] = { 0 }, minor;
 	unsigned int v;
 	size_t i, j;
 	glob_t g;

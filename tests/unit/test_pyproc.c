@@ -59,7 +59,7 @@ static int spawn(char *const argv[], const char *env, struct child *c)
 /* One line of the child's output, waiting up to 10 s. */
 static int read_line(struct child *c, char *buf, size_t len)
 {
-	struct pollfd p = {.fd = c->out, .events = POLLIN};
+	struct pollfd p = { .fd = c->out, .events = POLLIN };
 	size_t n = 0;
 	ssize_t r;
 
@@ -241,7 +241,7 @@ struct truth {
 static int run_truth(const char *python, const char *env, struct child *c, struct truth *tr)
 {
 	char script[PATH_MAX], line[PATH_MAX + 256];
-	char *argv[] = {(char *)python, script, NULL};
+	char *argv[] = { (char *)python, script, NULL };
 	int n;
 
 	snprintf(script, sizeof(script), "%s/truth.py", tmpdir);
@@ -349,11 +349,12 @@ static void pyenv_root(char *root, size_t len)
 /* Checks every interpreter; last_shared gets a supported pyenv one. */
 static void test_interpreters(char *last_shared, size_t len)
 {
-	static const char *const pats[] = {
-		"%s/versions/*/bin/python[0-9].[0-9]", "%s/versions/*/bin/python[0-9].[0-9][0-9]",
-		"/usr/bin/python[0-9].[0-9]%.0s", "/usr/bin/python[0-9].[0-9][0-9]%.0s"};
+	static const char *const pats[] = { "%s/versions/*/bin/python[0-9].[0-9]",
+					    "%s/versions/*/bin/python[0-9].[0-9][0-9]",
+					    "/usr/bin/python[0-9].[0-9]%.0s",
+					    "/usr/bin/python[0-9].[0-9][0-9]%.0s" };
 	char root[PATH_MAX], pat[PATH_MAX + 64];
-	int seen[16] = {0}, minor;
+	int seen[16] = { 0 }, minor;
 	size_t i, j;
 	glob_t g;
 
@@ -428,7 +429,7 @@ static void test_deleted_lib(const char *python)
 
 static void test_not_python(void)
 {
-	char *argv[] = {"sleep", "30", NULL};
+	char *argv[] = { "sleep", "30", NULL };
 	struct py_target t;
 	struct child c;
 	char why[512];
@@ -547,7 +548,7 @@ static int build_fake(const char *name, const char *flags, char *bin, size_t len
 
 static int start_fake(const char *bin, struct child *c, unsigned long long *runtime)
 {
-	char *argv[] = {(char *)bin, NULL};
+	char *argv[] = { (char *)bin, NULL };
 	char line[64];
 
 	if (spawn(argv, NULL, c))
@@ -584,7 +585,7 @@ static void check_fake_supported(const char *name, const char *flags, const char
 	unsigned long long runtime, head = 0x1000;
 	const struct py_layout *l;
 	char bin[PATH_MAX], fl[512], why[512];
-	struct iovec local = {&head, sizeof(head)}, remote;
+	struct iovec local = { &head, sizeof(head) }, remote;
 	struct py_target t;
 	enum pyproc_status st;
 	struct child c;

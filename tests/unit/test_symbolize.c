@@ -165,12 +165,12 @@ static void str_case(const struct py_layout *l, const char *what, int kind, int 
 
 static void test_pystr(const struct py_layout *l)
 {
-	static const uint32_t hello[] = {'h', 'e', 'l', 'l', 'o'};
-	static const uint32_t cafe[] = {'c', 'a', 'f', 0xe9};
-	static const uint32_t ucs2[] = {0x43f, 'a', 0xd800, 0xdfff, 0xffff};
-	static const uint32_t ucs4[] = {0x1f600, 0x110000, 0xdc80, 'z', 0x10ffff};
-	static const uint32_t high_ascii[] = {'a', 0xc3, 0xa9};
-	static const uint32_t nul[] = {'a', 0, 'b'};
+	static const uint32_t hello[] = { 'h', 'e', 'l', 'l', 'o' };
+	static const uint32_t cafe[] = { 'c', 'a', 'f', 0xe9 };
+	static const uint32_t ucs2[] = { 0x43f, 'a', 0xd800, 0xdfff, 0xffff };
+	static const uint32_t ucs4[] = { 0x1f600, 0x110000, 0xdc80, 'z', 0x10ffff };
+	static const uint32_t high_ascii[] = { 'a', 0xc3, 0xa9 };
+	static const uint32_t nul[] = { 'a', 0, 'b' };
 	uint32_t *many = malloc(5000 * sizeof(*many));
 	char *want = malloc(5000);
 	struct fake f;
@@ -252,7 +252,7 @@ static void test_pystr(const struct py_layout *l)
 static void test_cache(const struct py_layout *l)
 {
 	struct symtab *st = symtab_new();
-	struct py_target a = {0}, b = {0};
+	struct py_target a = { 0 }, b = { 0 };
 	const struct py_code **pa, **pb;
 	long pid_max = 4194304;
 	FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
@@ -450,12 +450,12 @@ static void check_code(const char *py, const struct py_target *t, const struct c
 
 static void test_interpreter(const char *py, struct code_truth *codes)
 {
-	struct target_run r = {0};
-	struct py_target t = {0};
-	const struct py_code *first[MAX_CODES] = {0};
+	struct target_run r = { 0 };
+	struct py_target t = { 0 };
+	const struct py_code *first[MAX_CODES] = { 0 };
 	const struct py_layout *l;
 	struct symtab *st = NULL, *st2 = NULL;
-	uint64_t code_type = 0, frame[3] = {0};
+	uint64_t code_type = 0, frame[3] = { 0 };
 	char why[256];
 	int n, i, found, same = 0, wrong = 0;
 	size_t size;
@@ -587,7 +587,7 @@ out:
 
 int main(void)
 {
-	static const uint32_t versions[] = {0x030812f0, 0x030c01f0};
+	static const uint32_t versions[] = { 0x030812f0, 0x030c01f0 };
 	struct code_truth *codes = calloc(MAX_CODES, sizeof(*codes));
 	char *line = NULL, cmd[PATH_MAX + 32], why[256];
 	size_t cap = 0, i;

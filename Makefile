@@ -48,7 +48,7 @@ $(LIB): $(USER_OBJS)
 $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-$(OUT)/tests/%: tests/unit/%.c tests/unit/unit.h $(LIB) $(HEADERS)
+$(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
 

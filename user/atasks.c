@@ -229,8 +229,7 @@ static int read_task(const struct objread *r, const struct py_target *t, unsigne
 	int32_t state;
 
 	if (mem_read(r->pid, k->addr + a->fut_state, &state, sizeof(state)) ||
-	    obj_ptr(r, k->addr + a->task_coro, &k->coro) ||
-	    obj_ptr(r, k->addr + a->task_fut_waiter, &k->waiter))
+	    obj_ptr(r, k->addr + a->task_coro, &k->coro))
 		return -EFAULT;
 	if (state != FUT_PENDING)
 		return 0;

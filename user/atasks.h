@@ -17,7 +17,6 @@ struct atask {
 	char *name;
 	uint64_t coro;
 	uint64_t awaited; /* what its innermost coroutine awaits (not a coroutine), or 0 */
-	uint64_t waiter;  /* task_fut_waiter */
 	struct frame_rec frames[ATASK_MAX_FRAMES]; /* suspended coroutine chain, outermost first */
 	uint32_t nframes;
 	uint32_t flags; /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */

@@ -8,7 +8,7 @@
 
 #include "procfs.h"
 
-static ssize_t read_small(const char *path, char *buf, size_t len)
+ssize_t proc_read(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
@@ -31,7 +31,7 @@ int proc_start_time(pid_t pid, unsigned long long *out)
 	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	n = read_small(path, buf, sizeof(buf));
+	n = proc_read(path, buf, sizeof(buf));
 	if (n < 0)
 		return n == -ESRCH ? -ENOENT : (int)n;
 	/* comm may hold spaces and parentheses: fields resume after the last ')' */
@@ -52,7 +52,7 @@ int proc_comm(pid_t pid, char *buf, size_t len)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	n = read_small(path, buf, len);
+	n = proc_read(path, buf, len);
 	if (n < 0)
 		return (int)n;
 	buf[strcspn(buf, "\n")] = 0;

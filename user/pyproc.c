@@ -54,22 +54,6 @@ static enum pyproc_status say(struct inspect *in, enum pyproc_status st, const c
 	return st;
 }
 
-static ssize_t read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	if (n < 0)
-		n = -errno;
-	else
-		buf[n] = '\0';
-	close(fd);
-	return n;
-}
-
 /* State, flags and start time from /proc/PID/stat. */
 static int read_stat(pid_t pid, char *state, unsigned long *flags, unsigned long long *start)
 {
@@ -79,7 +63,7 @@ static int read_stat(pid_t pid, char *state, unsigned long *flags, unsigned long
 	int field;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = read_file(path, buf, sizeof(buf));
+	n = proc_read(path, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
 	/* comm may hold spaces and parentheses: fields resume after the last ')' */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "linetable.h"
+#include "pydir.h"
 #include "unit.h"
 
 #define MAX_OFFS (1 << 20)
@@ -29,24 +30,6 @@ struct code_rec {
 	int *alt;  /* dis.findlinestarts / co_lines, INT_MIN when not given */
 };
 
-static char pydir[PATH_MAX];
-
-static int find_pydir(void)
-{
-	char buf[PATH_MAX], exe[PATH_MAX];
-	ssize_t n;
-
-	snprintf(buf, sizeof(buf), "%s", __FILE__);
-	snprintf(pydir, sizeof(pydir), "%s/py", dirname(buf));
-	if (!access(pydir, R_OK))
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -1;
-	exe[n] = 0;
-	snprintf(pydir, sizeof(pydir), "%s/../../tests/unit/py", dirname(exe));
-	return access(pydir, R_OK);
-}
 
 /* The interpreter's sys.hexversion, 0 if it does not run. */
 static uint32_t py_hexversion(const char *py)

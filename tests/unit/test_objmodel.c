@@ -23,29 +23,10 @@
 #include "py_objmodel.h"
 #include "pyproc.h"
 #include "pystr.h"
+#include "pydir.h"
 #include "unit.h"
 
-static pid_t pw_pid;
-
-static int pw_read(void *dst, __u32 len, __u64 addr)
-{
-	return mem_read(pw_pid, addr, dst, len) ? -1 : 0;
-}
-
-#define PW_INLINE inline __attribute__((unused))
-#define PW_LOAD(type, buf, off)                                                                    \
-	({                                                                                         \
-		type v_;                                                                           \
-		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
-		v_;                                                                                \
-	})
-#define PW_LOOP(max, fn, ctx)                                                                      \
-	do {                                                                                       \
-		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
-			if ((fn)(i_, (ctx)))                                                       \
-				break;                                                             \
-	} while (0)
-#include "pywalk.h"
+#include "vmwalk.h"
 
 #define MAX_FACTS 256
 #define MAX_TOK	  48
@@ -71,24 +52,6 @@ struct target {
 	bool readerr;
 };
 
-static char pydir[PATH_MAX];
-
-static int find_pydir(void)
-{
-	char buf[PATH_MAX], exe[PATH_MAX];
-	ssize_t n;
-
-	snprintf(buf, sizeof(buf), "%s", __FILE__);
-	snprintf(pydir, sizeof(pydir), "%s/py", dirname(buf));
-	if (!access(pydir, R_OK))
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -1;
-	exe[n] = 0;
-	snprintf(pydir, sizeof(pydir), "%s/../../tests/unit/py", dirname(exe));
-	return access(pydir, R_OK);
-}
 
 static int spawn(struct target *tg)
 {
@@ -644,7 +607,7 @@ static void test_loop(struct target *tg)
 	      (unsigned long long)tg->t.proc.corowrapper_type);
 
 	/* the running loop of the thread: tstate dict (3.8-3.12) or right after it (3.13) */
-	pw_pid = tg->pid;
+	vmwalk_target(tg->pid);
 	ts = pw_find_tstate(&tg->t.proc, f->v[1], 0);
 	CHECK(ts, "%s: no thread state for thread %#llx", tg->python, (unsigned long long)f->v[1]);
 	if (!ts)
@@ -806,7 +769,7 @@ static void test_walk(struct target *tg)
 
 	if (!ty)
 		return;
-	pw_pid = tg->pid;
+	vmwalk_target(tg->pid);
 	FOR_FACTS(tg, "CHAIN", f, k)
 	{
 		flags = 0;

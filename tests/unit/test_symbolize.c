@@ -20,6 +20,7 @@
 #include "py_layouts.h"
 #include "pystr.h"
 #include "symbolize.h"
+#include "pydir.h"
 #include "unit.h"
 
 #include "vmwalk.h"
@@ -37,24 +38,6 @@ struct code_truth {
 	int line[MAX_LINES];
 };
 
-static char pydir[PATH_MAX];
-
-static int find_pydir(void)
-{
-	char buf[PATH_MAX], exe[PATH_MAX];
-	ssize_t n;
-
-	snprintf(buf, sizeof(buf), "%s", __FILE__);
-	snprintf(pydir, sizeof(pydir), "%s/py", dirname(buf));
-	if (!access(pydir, R_OK))
-		return 0;
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -1;
-	exe[n] = 0;
-	snprintf(pydir, sizeof(pydir), "%s/../../tests/unit/py", dirname(exe));
-	return access(pydir, R_OK);
-}
 
 static char *to_hex(const uint8_t *b, size_t n)
 {

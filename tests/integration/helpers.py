@@ -367,23 +367,14 @@ class Recording:
 
 def record(binary, *args, output=None, timeout=60, prefix=()):
     """Runs asyncbpf-record with args; output=PATH adds -o PATH and reads it back."""
-    argv = list(prefix) + [binary] + [str(a) for a in args]
-    if output:
-        argv += ["-o", output]
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError("%s did not finish within %ss; stderr: %s"
-                             % (argv, timeout, (e.stderr or b"").decode(errors="replace")))
-    elapsed = time.monotonic() - t0
-    out = p.stdout.decode(errors="replace")
+    t = run_tool(binary, *args, *(["-o", output] if output else []), timeout=timeout,
+                 prefix=prefix)
+    out = t.out
     if output and os.path.exists(output):
         assert not out.strip(), "-o given but stdout has output: %.300r" % out
         with open(output, errors="replace") as f:
             out = f.read()
-    return Recording(argv, p.returncode, out, p.stderr.decode(errors="replace"), elapsed)
+    return Recording(t.argv, t.rc, out, t.err, t.elapsed)
 
 
 def record_checked(binary, *args, **kw):

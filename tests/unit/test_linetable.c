@@ -30,24 +30,6 @@ struct code_rec {
 	int *alt;  /* dis.findlinestarts / co_lines, INT_MIN when not given */
 };
 
-
-/* The interpreter's sys.hexversion, 0 if it does not run. */
-static uint32_t py_hexversion(const char *py)
-{
-	char cmd[PATH_MAX + 64];
-	unsigned long v = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "'%s' -c 'import sys; print(sys.hexversion)' 2>/dev/null", py);
-	f = popen(cmd, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu", &v) != 1)
-		v = 0;
-	pclose(f);
-	return (uint32_t)v;
-}
-
 /* A copy of len bytes that ends where an inaccessible page begins. */
 static uint8_t *guarded(const uint8_t *src, size_t len, void **map, size_t *maplen)
 {

@@ -52,7 +52,6 @@ struct target {
 	bool readerr;
 };
 
-
 static int spawn(struct target *tg)
 {
 	char script[PATH_MAX + 32];
@@ -918,24 +917,6 @@ static void test_find(void)
 		      a->async.task_size + 8 == b->async.task_size &&
 		      !memcmp(&a->async, &b->async, offsetof(struct py_async_layout, fut_loop)),
 	      "3.10.5 vs 3.10.6 asyncio layouts");
-}
-
-static void pyenv_root(char *root, size_t len)
-{
-	const char *env = getenv("PYENV_ROOT"), *home = getenv("HOME");
-	FILE *p = popen("pyenv root 2>/dev/null", "r");
-
-	root[0] = '\0';
-	if (p) {
-		if (!fgets(root, (int)len, p))
-			root[0] = '\0';
-		root[strcspn(root, "\n")] = '\0';
-		pclose(p);
-	}
-	if (!root[0] && env)
-		snprintf(root, len, "%s", env);
-	if (!root[0])
-		snprintf(root, len, "%s/.pyenv", home ? home : "/root");
 }
 
 static unsigned int hexversion_of(const char *python)

@@ -22,6 +22,7 @@
 #include "procmaps.h"
 #include "py_layouts.h"
 #include "pyproc.h"
+#include "pydir.h"
 #include "unit.h"
 
 static char tmpdir[] = "/tmp/test_pyproc.XXXXXX";
@@ -326,24 +327,6 @@ static bool check_interpreter(const char *python, int *seen_minor)
 		check_unsupported(python, c.pid, tr.version);
 	stop(&c);
 	return supported(tr.hexversion);
-}
-
-static void pyenv_root(char *root, size_t len)
-{
-	const char *env = getenv("PYENV_ROOT"), *home = getenv("HOME");
-	FILE *p = popen("pyenv root 2>/dev/null", "r");
-
-	root[0] = '\0';
-	if (p) {
-		if (!fgets(root, (int)len, p))
-			root[0] = '\0';
-		root[strcspn(root, "\n")] = '\0';
-		pclose(p);
-	}
-	if (!root[0] && env)
-		snprintf(root, len, "%s", env);
-	if (!root[0])
-		snprintf(root, len, "%s/.pyenv", home ? home : "/root");
 }
 
 /* Checks every interpreter; last_shared gets a supported pyenv one. */

@@ -38,7 +38,6 @@ struct code_truth {
 	int line[MAX_LINES];
 };
 
-
 static char *to_hex(const uint8_t *b, size_t n)
 {
 	char *s = malloc(2 * n + 2);
@@ -292,23 +291,6 @@ out:
 }
 
 /* ---- live interpreters ---- */
-
-/* The interpreter's sys.hexversion, 0 if it does not run. */
-static uint32_t py_hexversion(const char *py)
-{
-	char cmd[PATH_MAX + 64];
-	unsigned long v = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "'%s' -c 'import sys; print(sys.hexversion)' 2>/dev/null", py);
-	f = popen(cmd, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu", &v) != 1)
-		v = 0;
-	pclose(f);
-	return (uint32_t)v;
-}
 
 struct target_run {
 	pid_t pid;

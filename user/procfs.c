@@ -36,8 +36,11 @@ int proc_start_time(pid_t pid, unsigned long long *out)
 		return n == -ESRCH ? -ENOENT : (int)n;
 	/* comm may hold spaces and parentheses: fields resume after the last ')' */
 	p = strrchr(buf, ')');
-	if (!p)
+	if (!p || !p[1] || !p[2])
 		return -EINVAL;
+	/* a zombie has exited: only its exit status is left to collect */
+	if (p[2] == 'Z' || p[2] == 'X')
+		return -ENOENT;
 	for (field = 2; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
 	if (!p)

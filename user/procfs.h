@@ -9,7 +9,7 @@
 ssize_t proc_read(const char *path, char *buf, size_t len);
 
 /* Start time of pid (clock ticks since boot, /proc/PID/stat field 22): with the pid it
- * names one process incarnation. -errno on failure (-ENOENT: gone). */
+ * names one process incarnation. -errno on failure (-ENOENT: gone, zombies included). */
 int proc_start_time(pid_t pid, unsigned long long *out);
 
 /* /proc/PID/comm without the newline. -errno on failure. */

@@ -4,6 +4,7 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "writers.h"
@@ -39,10 +40,36 @@ static int write_format(FILE *f, enum out_format fmt, struct profile *prof)
 	return -1;
 }
 
+/* Writes to an existing file that is not a regular one, without creating or renaming. */
+static int write_stream(const char *path, enum out_format fmt, struct profile *prof, char *why,
+			size_t whylen)
+{
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (write_format(f, fmt, prof) || fflush(f)) {
+		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+		fclose(f);
+		return -1;
+	}
+	if (fclose(f)) {
+		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int writer_write(const char *path, enum out_format fmt, struct profile *prof, char *why,
 		 size_t whylen)
 {
 	char tmp[4096];
+	struct stat st;
 	FILE *f;
 	int fd;
 
@@ -52,6 +79,15 @@ int writer_write(const char *path, enum out_format fmt, struct profile *prof, ch
 			return -1;
 		}
 		return 0;
+	}
+	/* A device or FIFO (/dev/null, a pipe) is written in place: renaming over it would
+	 * replace the device node with a regular file. */
+	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode)) {
+			snprintf(why, whylen, "cannot write %s: %s", path, strerror(EISDIR));
+			return -1;
+		}
+		return write_stream(path, fmt, prof, why, whylen);
 	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, getpid()) >= (int)sizeof(tmp)) {
 		snprintf(why, whylen, "output path too long");

@@ -98,6 +98,12 @@ def discover_interpreters():
         if m and int(m.group(1)) in SUPPORTED_MINORS and os.access(py, os.X_OK):
             distro.append(Interp("debian-3." + m.group(1), py))
     out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.13)")]
+    # more interpreters by hand, e.g. a 3.14 built from source (none is installed here)
+    for py in filter(None, os.environ.get("ASYNCBPF_EXTRA_PYTHONS", "").split(":")):
+        out.append(Interp("extra-" + py.strip("/").replace("/", "-"), py)
+                   if os.access(py, os.X_OK) else
+                   Interp("extra-" + py, missing="ASYNCBPF_EXTRA_PYTHONS: %s is not executable"
+                          % py))
     return out
 
 

@@ -14,7 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 RECORD = os.path.join(REPO, "build", "asyncbpf-record")
 TASKS = os.path.join(REPO, "build", "asyncbpf-tasks")
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
-SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13
+SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
 PROG = "asyncbpf-record: "
 
 

@@ -1,7 +1,7 @@
 // Checks a speedscope file two ways: against the file-format schema shipped in the
 // speedscope package, and by loading it into speedscope itself (its web build, served
 // from node_modules to headless Chromium with every other request refused).
-// Prints what it saw as JSON.   node speedscope.mjs PROFILE.json
+// Prints what it saw as JSON.   node speedscope.mjs PROFILE.json [SCREENSHOT.png | --schema-only]
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -20,6 +20,10 @@ const validate = ajv.compile({ ...schema, $ref: "#/definitions/FileFormat.File" 
 out.valid = validate(JSON.parse(profile.toString("utf8")));
 out.errors = validate.errors || [];
 
+if (process.argv[3] === "--schema-only") {
+	console.log(JSON.stringify(out));
+	process.exit(0);
+}
 const ORIGIN = "http://speedscope.invalid";
 const browser = await chromium.launch({
 	executablePath: process.env.CHROMIUM || "/usr/bin/chromium",

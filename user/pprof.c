@@ -172,7 +172,8 @@ static uint64_t function(struct enc *e, const struct frame_sym *s, const char *t
 {
 	bool py = s->kind == FRAME_PYTHON;
 	uint64_t name = str(e, py ? s->name : text);
-	uint64_t file = py && s->file ? str(e, s->file) : 0;
+	/* a Python frame always has a file name: that is how a reader tells it apart */
+	uint64_t file = py ? str(e, s->file ? s->file : "?") : 0;
 	struct pb_buf m = {};
 	size_t slot;
 	int found;

@@ -208,6 +208,7 @@ def test_pprof_counts_and_labels(recs):
     assert "PeriodType: cpu nanoseconds" in raw and "Period: %d" % (10**9 // FREQ) in raw, raw[:500]
     assert "samples/count cpu/nanoseconds" in raw, raw[:500]
     assert re.search(r"^Comment: lost records: \d+$", raw, re.M), raw[:500]
+    assert re.search(r"^Time: \d{4}-", raw, re.M) and re.search(r"^Duration: [\d.]+", raw, re.M)
     # functions carry their first line (co_firstlineno), at or before the sampled line
     starts = re.findall(r"^\s+\d+: 0x0 M=1 (\S+) (\S+):(\d+) s=(\d+)", raw, re.M)
     assert starts, raw[:2000]

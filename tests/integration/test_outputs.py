@@ -163,7 +163,7 @@ def recs(root_record_bin, tmp_path_factory):
     r.txt = str(tmp / "rec.txt")
     report(r.pb, "-o", r.txt)
     r.samples = collapsed_samples(r.txt)
-    assert sum(s.count for s in r.samples) > 50, "too few samples in %s" % r.txt
+    assert sum(s.count for s in r.samples) >= 20, "too few samples in %s" % r.txt
     assert all(s.pid == r.pid for s in r.samples)
     return r
 
@@ -391,7 +391,7 @@ def test_output_name_picks_format(root_record_bin, recs, tmp_path):
             files[name] = str(tmp_path / name)
             record_to(root_record_bin, "-p", w.pid, "-d", 1, "-o", files[name])
         forced = str(tmp_path / "forced.html")
-        record_to(root_record_bin, "-p", w.pid, "-d", 1, "--format", "collapsed", "-o", forced)
+        record_to(root_record_bin, "-p", w.pid, "-d", 2, "--format", "collapsed", "-o", forced)
     heads = {n: open(p, "rb").read(64) for n, p in files.items()}
     assert heads["x.speedscope.json"].startswith(b'{"$schema":"https://www.speedscope.app/')
     assert heads["x.html"].startswith(b"<!DOCTYPE html>")

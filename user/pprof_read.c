@@ -11,7 +11,7 @@
 #include "protobuf.h"
 #include "readers.h"
 
-#define MAX_INFLATED (1024ull << 20)
+#define MAX_INFLATED (256ull << 20)
 #define MAX_FRAMES   65536
 
 struct str {

@@ -33,7 +33,8 @@
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
+	"                       [--format collapsed|pprof|speedscope|html] [--stats]\n"
+	"                       [--no-origins] [-v]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -42,7 +43,8 @@ static const char usage[] =
 	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
-	"      --format FORMAT    collapsed (default)\n"
+	"      --format FORMAT    collapsed, pprof, speedscope or html (default: from the -o\n"
+	"                         name: .pb.gz/.pprof, .json, .html; else collapsed)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
@@ -58,6 +60,7 @@ struct opts {
 	double duration; /* 0: until a signal */
 	const char *output;
 	enum out_format format;
+	bool format_set;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 };
@@ -170,6 +173,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				err("unknown format '%s' (known: %s)", optarg, writer_formats());
 				return -1;
 			}
+			o->format_set = true;
 			break;
 		case 's':
 			o->stats = true;
@@ -199,6 +203,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-a and -p exclude each other");
 		return -1;
 	}
+	if (!o->format_set)
+		o->format = writer_guess(o->output);
 	return 0;
 }
 
@@ -352,6 +358,18 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
+static int write_output(struct app *a, uint64_t start_ns, double elapsed, char *why, size_t whylen)
+{
+	struct writer_meta meta = { .start_ns = start_ns, .duration_ns = elapsed * 1e9 };
+	struct sampler_stats st;
+
+	if (!sampler_read_stats(a->sampler, &st)) {
+		meta.has_lost = true;
+		meta.lost = st.stat[STAT_LOST] + st.bad_records;
+	}
+	return writer_write_meta(a->o->output, a->o->format, a->rec.prof, &meta, why, whylen);
+}
+
 static void print_stats(struct app *a, double elapsed)
 {
 	struct sampler_stats st;
@@ -394,6 +412,8 @@ int main(int argc, char **argv)
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
 	double start, next_scan;
+	struct timespec wall;
+	uint64_t start_ns;
 	char why[512];
 	enum sampler_err se;
 	int rc;
@@ -410,6 +430,7 @@ int main(int argc, char **argv)
 		err("out of memory");
 		return EXIT_ENV;
 	}
+	profile_set_period(a.rec.prof, 1000000000ull / o.freq);
 
 	so.freq = o.freq;
 	so.run_stats = o.stats;
@@ -454,6 +475,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	start = now_s();
+	clock_gettime(CLOCK_REALTIME, &wall);
+	start_ns = wall.tv_sec * 1000000000ull + wall.tv_nsec;
 	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
 	while (!stop) {
 		double t = now_s();
@@ -487,7 +510,7 @@ int main(int argc, char **argv)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
-	rc = writer_write(o.output, o.format, a.rec.prof, why, sizeof(why));
+	rc = write_output(&a, start_ns, now_s() - start, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)

@@ -2,6 +2,8 @@
 # Installs from Debian's archive whatever the build and the tests need and is missing.
 set -e
 pkgs="make gcc clang libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-pytest python3-uvloop"
+# the demo service (make demo) and its test
+pkgs="$pkgs python3-aiohttp python3-numpy"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -41,7 +41,8 @@
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
+	"                       [--format collapsed|pprof|speedscope|html] [--stats]\n"
+	"                       [--no-origins] [-v]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
@@ -51,7 +52,8 @@ static const char usage[] =
 	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
-	"      --format FORMAT    collapsed (default)\n"
+	"      --format FORMAT    collapsed, pprof, speedscope or html (default: from the -o\n"
+	"                         name: .pb.gz/.pprof, .json, .html; else collapsed)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
@@ -70,6 +72,7 @@ struct opts {
 	double duration; /* 0: until a signal */
 	const char *output;
 	enum out_format format;
+	bool format_set;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 	char **cmd;   /* -- COMMAND ARG...: run it, profile it and its descendants */
@@ -184,6 +187,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				err("unknown format '%s' (known: %s)", optarg, writer_formats());
 				return -1;
 			}
+			o->format_set = true;
 			break;
 		case 's':
 			o->stats = true;
@@ -221,6 +225,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-- COMMAND excludes -a and -p");
 		return -1;
 	}
+	if (!o->format_set)
+		o->format = writer_guess(o->output);
 	return 0;
 }
 
@@ -401,6 +407,18 @@ static void show_status(struct app *a, double elapsed)
 	status_show(elapsed, profile_total(a->rec.prof), a->rec.ntargets, lost);
 }
 
+static int write_output(struct app *a, char *why, size_t whylen)
+{
+	struct writer_meta meta = {};
+	struct sampler_stats st;
+
+	if (!sampler_read_stats(a->sampler, &st)) {
+		meta.has_lost = true;
+		meta.lost = st.stat[STAT_LOST] + st.bad_records;
+	}
+	return writer_write_meta(a->o->output, a->o->format, a->rec.prof, &meta, why, whylen);
+}
+
 static void print_stats(struct app *a, double elapsed)
 {
 	struct sampler_stats st;
@@ -460,6 +478,7 @@ int main(int argc, char **argv)
 		err("out of memory");
 		return EXIT_ENV;
 	}
+	profile_set_period(a.rec.prof, 1000000000ull / o.freq);
 
 	so.freq = o.freq;
 	so.run_stats = o.stats;
@@ -564,7 +583,7 @@ int main(int argc, char **argv)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
-	rc = writer_write(o.output, o.format, a.rec.prof, why, sizeof(why));
+	rc = write_output(&a, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)

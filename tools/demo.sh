@@ -4,7 +4,8 @@
 # client from another process, writes demo.pb.gz and demo.html, and prints the
 # heaviest stacked stacks of each route.
 #
-# DEMO_SECONDS (default 10): how long to record. DEMO_OUT (default .): where to write.
+# DEMO_SECONDS (default 10): how long to record; DEMO_FREQ (default 199): samples per
+# second; DEMO_OUT (default .): where to write.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,7 @@ REPORT=build/asyncbpf-report
 DEMO=examples/demo
 PY=/usr/bin/python3
 SECS=${DEMO_SECONDS:-10}
+FREQ=${DEMO_FREQ:-199}
 OUT=${DEMO_OUT:-.}
 
 die() {
@@ -32,6 +34,9 @@ for m in aiohttp:python3-aiohttp numpy:python3-numpy; do
 done
 case $SECS in
 '' | *[!0-9]*) die "DEMO_SECONDS must be a whole number of seconds, not '$SECS'" ;;
+esac
+case $FREQ in
+'' | *[!0-9]*) die "DEMO_FREQ must be a whole number of samples per second, not '$FREQ'" ;;
 esac
 [ -d "$OUT" ] || die "DEMO_OUT: no directory '$OUT'"
 
@@ -54,8 +59,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "demo: recording $DEMO/service.py for $SECS s ($REC -- $PY $DEMO/service.py)"
-"$REC" -d "$SECS" -o "$tmp/demo.pb.gz" -- \
+echo "demo: recording $DEMO/service.py for $SECS s at $FREQ Hz" \
+	"($REC -F $FREQ -d $SECS -o demo.pb.gz -- $PY $DEMO/service.py ...)"
+"$REC" -F "$FREQ" -d "$SECS" -o "$tmp/demo.pb.gz" -- \
 	"$PY" "$DEMO/service.py" --port-file "$tmp/port" --log-file "$tmp/audit.log" \
 	>"$tmp/service.out" &
 rec=$!

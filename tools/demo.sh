@@ -4,8 +4,8 @@
 # client from another process, writes demo.pb.gz and demo.html, and prints the
 # heaviest stacked stacks of each route.
 #
-# DEMO_SECONDS (default 10): how long to record; DEMO_FREQ (default 199): samples per
-# second; DEMO_OUT (default .): where to write.
+# DEMO_SECONDS (default 10): how long the service is driven; DEMO_FREQ (default 199):
+# samples per second; DEMO_OUT (default .): where to write.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -59,9 +59,13 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "demo: recording $DEMO/service.py for $SECS s at $FREQ Hz" \
-	"($REC -F $FREQ -d $SECS -o demo.pb.gz -- $PY $DEMO/service.py ...)"
-"$REC" -F "$FREQ" -d "$SECS" -o "$tmp/demo.pb.gz" -- \
+# The recording lasts as long as the service: from its start until it is stopped after
+# SECS seconds of load. Nothing is printed meanwhile: the recorder's status line is on
+# the terminal.
+echo "demo: recording $DEMO/service.py at $FREQ Hz while $DEMO/load.py drives it" \
+	"over HTTP for $SECS s"
+echo "demo: $REC -F $FREQ -o demo.pb.gz -- $PY $DEMO/service.py ..."
+"$REC" -F "$FREQ" -o "$tmp/demo.pb.gz" -- \
 	"$PY" "$DEMO/service.py" --port-file "$tmp/port" --log-file "$tmp/audit.log" \
 	>"$tmp/service.out" &
 rec=$!
@@ -77,22 +81,32 @@ until [ -s "$tmp/port" ]; do
 	[ "$i" -le 300 ] || die "the service did not listen within 30 s"
 	sleep 0.1
 done
-port=$(cat "$tmp/port")
-echo "demo: service on http://127.0.0.1:$port; driving it with $DEMO/load.py"
-"$PY" "$DEMO/load.py" --url "http://127.0.0.1:$port" --seconds $((SECS + 30)) \
+read -r port service <"$tmp/port"
+"$PY" "$DEMO/load.py" --url "http://127.0.0.1:$port" --seconds "$SECS" \
 	>"$tmp/load.out" 2>&1 &
 load=$!
-
-status=0
-wait "$rec" || status=$?
-rec=
-[ "$status" = 0 ] || die "asyncbpf-record failed (exit $status)"
 wait "$load" || {
+	load=
 	cat "$tmp/load.out" >&2
 	die "the load client failed"
 }
 load=
-cat "$tmp/load.out"
+
+# the recording ends when the service has exited
+kill -TERM "$service" 2>/dev/null || true
+i=0
+while kill -0 "$rec" 2>/dev/null && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+# not stopped within 10 s: the recorder ends it (SIGTERM, then SIGKILL)
+kill -0 "$rec" 2>/dev/null && kill -TERM "$rec"
+status=0
+wait "$rec" || status=$?
+rec=
+[ "$status" = 0 ] || die "asyncbpf-record or the service failed (exit $status)"
+echo "demo: service on http://127.0.0.1:$port; requests answered per route and status:"
+sed 's/^load: /  /' "$tmp/load.out"
 
 mv "$tmp/demo.pb.gz" "$OUT/demo.pb.gz"
 "$REPORT" -o "$OUT/demo.html" "$OUT/demo.pb.gz"

@@ -19,7 +19,8 @@ and a middleware names each request's task after its route, so a stacked stack r
 <task decode-block>; ...; inflate`.
 
 Usage: service.py [--host 127.0.0.1] [--port 0] [--port-file FILE] [--log-file FILE]
-The port actually bound is written to --port-file once the server accepts connections.
+Once the server accepts connections, the port it bound and its pid are written to
+--port-file. SIGINT or SIGTERM stop it gracefully.
 """
 import argparse
 import asyncio
@@ -189,7 +190,7 @@ async def serve(sock, port_file):
     if port_file:
         tmp = port_file + ".tmp"
         with open(tmp, "w") as f:
-            f.write("%d\n" % sock.getsockname()[1])
+            f.write("%d %d\n" % (sock.getsockname()[1], os.getpid()))
         os.rename(tmp, port_file)
     print("listening on http://%s:%d" % sock.getsockname()[:2], flush=True)
     try:

@@ -19,20 +19,27 @@ HIDDEN = {"name_tasks"}  # the middleware, in every route's stack
 
 
 def compact(frames):
-    """The route's part of a stack: task names, the service's frames and the running
-    function; library frames in between are shown as one "..."."""
+    """The route's part of a stack: task names, the service's frames, the first
+    library function each calls, and the running function; other library frames are
+    shown as one "...". Nested functions are named by their innermost name."""
     out = []
+    last_mine = False
     for i, f in enumerate(frames):
         task = re.match(r"^<task (.*)>$", f)
         m = FRAME.match(f)
         if task:
             out.append("<%s>" % task.group(1))
-        elif m and m.group(1) in HIDDEN:
+            last_mine = False
             continue
-        elif m and (os.path.basename(m.group(2)) == "service.py" or i == len(frames) - 1):
-            out.append(m.group(1))
+        name = m.group(1).split(".<locals>.")[-1] if m else f
+        if name in HIDDEN:
+            continue
+        mine = bool(m) and os.path.basename(m.group(2)) == "service.py"
+        if mine or last_mine or i == len(frames) - 1:
+            out.append(name)
         elif out[-1] != "...":
             out.append("...")
+        last_mine = mine
     return " > ".join(out)
 
 

@@ -1,4 +1,4 @@
-"""make demo, shortened (5 s, at 499 Hz for enough samples on a busy machine): each route's problem shows under that route's
+"""make demo, shortened (5 s of load, at 499 Hz for enough samples on a busy machine): each route's problem shows under that route's
 chain of tasks, in the pprof file it writes and in the summary it prints."""
 import os
 import subprocess

@@ -225,6 +225,8 @@ static const struct func *find_func(const struct dec *d, uint64_t id)
 {
 	struct func key = { .id = id };
 
+	if (!d->nfunc)
+		return NULL;
 	return bsearch(&key, d->funcs, d->nfunc, sizeof(key), by_func_id);
 }
 
@@ -232,13 +234,17 @@ static const struct loc *find_loc(const struct dec *d, uint64_t id)
 {
 	struct loc key = { .id = id };
 
+	if (!d->nloc)
+		return NULL;
 	return bsearch(&key, d->locs, d->nloc, sizeof(key), by_loc_id);
 }
 
 static int frames(struct dec *d, struct profile *p)
 {
-	qsort(d->funcs, d->nfunc, sizeof(*d->funcs), by_func_id);
-	qsort(d->locs, d->nloc, sizeof(*d->locs), by_loc_id);
+	if (d->nfunc)
+		qsort(d->funcs, d->nfunc, sizeof(*d->funcs), by_func_id);
+	if (d->nloc)
+		qsort(d->locs, d->nloc, sizeof(*d->locs), by_loc_id);
 	for (size_t i = 1; i < d->nfunc; i++)
 		if (d->funcs[i].id == d->funcs[i - 1].id)
 			return fail(d, "function id %llu defined twice",

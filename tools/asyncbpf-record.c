@@ -82,8 +82,7 @@ static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	stop = sig;
 }
 
 static void err(const char *fmt, ...)
@@ -591,8 +590,9 @@ int main(int argc, char **argv)
 	if (a.cmd) {
 		int st = command_finish(a.cmd, stop ? CMD_GRACE : 0);
 
+		/* a signal before the command could start: as if it had killed it */
 		if (!rc)
-			exit_code = st;
+			exit_code = st >= 0 ? st : 128 + stop;
 	}
 out:
 	command_free(a.cmd);

@@ -397,6 +397,14 @@ static bool wait_exit(struct command *c, double seconds)
 
 int command_finish(struct command *c, double grace)
 {
+	if (!c->released) {
+		close(c->release_fd); /* the child exits without running the command */
+		close(c->status_fd);
+		c->released = true;
+		while (waitpid(c->pid, &c->status, 0) < 0 && errno == EINTR)
+			;
+		return -1;
+	}
 	if (!c->exited && !wait_exit(c, grace)) {
 		kill(c->pid, SIGTERM);
 		if (!wait_exit(c, 5)) {

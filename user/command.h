@@ -43,7 +43,8 @@ bool command_exited(struct command *c);
 
 /* Ends the command if it still runs: waits grace seconds for it to exit by itself,
  * then sends SIGTERM, and SIGKILL 5 s later. Returns its exit status as a shell reports
- * it: the code it exited with, or 128 + the signal that killed it. */
+ * it: the code it exited with, or 128 + the signal that killed it; -1 if it was never
+ * released (the child exits without running it). */
 int command_finish(struct command *c, double grace);
 
 /* An unreleased child exits without running the command. */

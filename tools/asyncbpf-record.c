@@ -577,6 +577,8 @@ int main(int argc, char **argv)
 	}
 	sampler_poll(a.sampler, 0);
 	status_clear();
+	if (a.cmd && !command_pythons(a.cmd))
+		err("warning: no Python process ran under '%s'", o.cmd[0]);
 
 	if (a.unexamined)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,

@@ -47,6 +47,7 @@ struct command {
 	size_t nknown, capknown;
 	unsigned int scan;
 	double next_scan;
+	unsigned int pythons; /* descendants found running a supported Python */
 };
 
 static double now_s(void)
@@ -184,6 +185,11 @@ int command_release(struct command *c, char *why, size_t whylen)
 pid_t command_pid(const struct command *c)
 {
 	return c->pid;
+}
+
+unsigned int command_pythons(const struct command *c)
+{
+	return c->pythons;
 }
 
 /* Reads what a scan needs from /proc/PID/stat. -ENOENT for an exited process (zombies
@@ -358,6 +364,8 @@ int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, co
 		if (st == PYPROC_NOT_PYTHON)
 			continue;
 		k->reported = true;
+		if (st == PYPROC_OK)
+			c->pythons++;
 		cb(ctx, pi->pid, st, st == PYPROC_OK ? &tg : NULL, why);
 	}
 	for (size_t i = 0; i < c->nknown;) {

@@ -31,6 +31,9 @@ int command_release(struct command *c, char *why, size_t whylen);
 
 pid_t command_pid(const struct command *c);
 
+/* How many of the command's processes (images) ran a supported Python. */
+unsigned int command_pythons(const struct command *c);
+
 /* Reports the command and its descendants, each once per image, to cb (verdicts as
  * discover's; not-ready processes are retried at the next scan). Scans at most every
  * interval_ms; earlier calls return at once. */

@@ -406,9 +406,9 @@ static void show_status(struct app *a, double elapsed)
 	status_show(elapsed, profile_total(a->rec.prof), a->rec.ntargets, lost);
 }
 
-static int write_output(struct app *a, char *why, size_t whylen)
+static int write_output(struct app *a, uint64_t start_ns, double elapsed, char *why, size_t whylen)
 {
-	struct writer_meta meta = {};
+	struct writer_meta meta = { .start_ns = start_ns, .duration_ns = elapsed * 1e9 };
 	struct sampler_stats st;
 
 	if (!sampler_read_stats(a->sampler, &st)) {
@@ -460,6 +460,8 @@ int main(int argc, char **argv)
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
 	double start, next_scan, next_status;
+	struct timespec wall;
+	uint64_t start_ns;
 	char why[512];
 	enum sampler_err se;
 	int rc, exit_code = -1; /* the command's, when there is one */
@@ -537,6 +539,8 @@ int main(int argc, char **argv)
 		}
 	}
 	start = now_s();
+	clock_gettime(CLOCK_REALTIME, &wall);
+	start_ns = wall.tv_sec * 1000000000ull + wall.tv_nsec;
 	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
 	next_status = start + 1;
 	status_init();
@@ -584,7 +588,7 @@ int main(int argc, char **argv)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
-	rc = write_output(&a, why, sizeof(why));
+	rc = write_output(&a, start_ns, now_s() - start, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)

@@ -18,6 +18,8 @@ enum {
 	PROFILE_LOCATION = 4,
 	PROFILE_FUNCTION = 5,
 	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
 	PROFILE_PERIOD_TYPE = 11,
 	PROFILE_PERIOD = 12,
 	PROFILE_COMMENT = 13,
@@ -172,7 +174,8 @@ static uint64_t function(struct enc *e, const struct frame_sym *s, const char *t
 {
 	bool py = s->kind == FRAME_PYTHON;
 	uint64_t name = str(e, py ? s->name : text);
-	uint64_t file = py && s->file ? str(e, s->file) : 0;
+	/* a Python frame always has a file name: that is how a reader tells it apart */
+	uint64_t file = py ? str(e, s->file ? s->file : "?") : 0;
 	struct pb_buf m = {};
 	size_t slot;
 	int found;
@@ -305,6 +308,10 @@ int pprof_encode(struct profile *prof, const struct writer_meta *meta, uint8_t *
 		sample(&e, prof, &st[i], meta);
 	value_type(&e, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
 	pb_field_varint(&e.out, PROFILE_PERIOD, period);
+	if (meta && meta->start_ns)
+		pb_field_varint(&e.out, PROFILE_TIME_NANOS, meta->start_ns);
+	if (meta && meta->duration_ns)
+		pb_field_varint(&e.out, PROFILE_DURATION_NANOS, meta->duration_ns);
 	pb_field_varint(&e.out, PROFILE_COMMENT, str(&e, "asyncbpf"));
 	if (meta && meta->has_lost) {
 		snprintf(text, sizeof(text), "lost records: %llu", (unsigned long long)meta->lost);

@@ -26,7 +26,9 @@ enum out_format writer_guess(const char *path);
 /* What the output says about the recording besides the stacks. */
 struct writer_meta {
 	bool has_lost;
-	uint64_t lost; /* sample records lost before userspace read them */
+	uint64_t lost;	      /* sample records lost before userspace read them */
+	uint64_t start_ns;    /* when the recording started (CLOCK_REALTIME), 0: unknown */
+	uint64_t duration_ns; /* how long it ran, 0: unknown */
 	/* The container a pid runs in ("" or NULL: none known); NULL: no container label. */
 	const char *(*container)(void *ctx, int pid);
 	void *container_ctx;

@@ -163,7 +163,7 @@ def recs(root_record_bin, tmp_path_factory):
     r.txt = str(tmp / "rec.txt")
     report(r.pb, "-o", r.txt)
     r.samples = collapsed_samples(r.txt)
-    assert sum(s.count for s in r.samples) > 50, "too few samples in %s" % r.txt
+    assert sum(s.count for s in r.samples) >= 20, "too few samples in %s" % r.txt
     assert all(s.pid == r.pid for s in r.samples)
     return r
 
@@ -208,6 +208,7 @@ def test_pprof_counts_and_labels(recs):
     assert "PeriodType: cpu nanoseconds" in raw and "Period: %d" % (10**9 // FREQ) in raw, raw[:500]
     assert "samples/count cpu/nanoseconds" in raw, raw[:500]
     assert re.search(r"^Comment: lost records: \d+$", raw, re.M), raw[:500]
+    assert re.search(r"^Time: \d{4}-", raw, re.M) and re.search(r"^Duration: [\d.]+", raw, re.M)
     # functions carry their first line (co_firstlineno), at or before the sampled line
     starts = re.findall(r"^\s+\d+: 0x0 M=1 (\S+) (\S+):(\d+) s=(\d+)", raw, re.M)
     assert starts, raw[:2000]
@@ -390,7 +391,7 @@ def test_output_name_picks_format(root_record_bin, recs, tmp_path):
             files[name] = str(tmp_path / name)
             record_to(root_record_bin, "-p", w.pid, "-d", 1, "-o", files[name])
         forced = str(tmp_path / "forced.html")
-        record_to(root_record_bin, "-p", w.pid, "-d", 1, "--format", "collapsed", "-o", forced)
+        record_to(root_record_bin, "-p", w.pid, "-d", 2, "--format", "collapsed", "-o", forced)
     heads = {n: open(p, "rb").read(64) for n, p in files.items()}
     assert heads["x.speedscope.json"].startswith(b'{"$schema":"https://www.speedscope.app/')
     assert heads["x.html"].startswith(b"<!DOCTYPE html>")

@@ -27,7 +27,8 @@ static struct profile *sample_profile(void)
 	uint32_t utf = profile_frame(p, FRAME_PYTHON, "h\xc3\xa9llo.<locals>.f", "/x.py", 1);
 	uint32_t s1[] = { proc, main_th, mod, run, t1, h, t2, f };
 	uint32_t s2[] = { proc, main_th, mod, run, t1, h, t2, f2 };
-	uint32_t s3[] = { proc, worker, u };
+	uint32_t nofile = profile_frame(p, FRAME_PYTHON, "nofile", NULL, 5);
+	uint32_t s3[] = { proc, worker, nofile, u };
 	uint32_t s4[] = { proc, worker, mod, utf };
 
 	profile_set_start_line(p, f, 28);
@@ -35,7 +36,7 @@ static struct profile *sample_profile(void)
 	profile_set_period(p, 10101010);
 	profile_add(p, s1, 8, 41);
 	profile_add(p, s2, 8, 3);
-	profile_add(p, s3, 3, 7);
+	profile_add(p, s3, 4, 7);
 	profile_add(p, s4, 4, 1);
 	return p;
 }

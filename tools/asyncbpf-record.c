@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include "atasks.h"
+#include "command.h"
 #include "discover.h"
 #include "procfs.h"
 #include "record.h"
 #include "sampler.h"
+#include "status.h"
 #include "tracker.h"
 #include "writers.h"
 
@@ -30,11 +32,18 @@
  * creation probe; snapshots find who awaits whom), and between checks that a process
  * has imported asyncio */
 #define TASKS_INTERVAL 0.5
+/* ms between looks for a command's new descendants: each is sampled from the first scan
+ * that finds its runtime initialised */
+#define CMD_SCAN_MS 100
+/* s a command has to exit by itself after a signal ended the recording (a terminal's
+ * Ctrl-C reaches it too), before it is sent SIGTERM */
+#define CMD_GRACE 2.0
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
 	"                       [--format collapsed|pprof|speedscope|html] [--stats]\n"
 	"                       [--no-origins] [-v]\n"
+	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -49,9 +58,12 @@ static const char usage[] =
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
+	"  -- COMMAND [ARG...]    run COMMAND and profile it and its Python descendants until\n"
+	"                         it exits\n"
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
-	"BPF rejected), 3 a -p process cannot be profiled.\n";
+	"BPF rejected), 3 a -p process cannot be profiled. With a COMMAND: its exit status\n"
+	"(128+N if signal N killed it), 127 if it was not found, 126 if it could not be run.\n";
 
 struct opts {
 	pid_t pids[MAX_PIDS];
@@ -63,20 +75,21 @@ struct opts {
 	bool format_set;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
+	char **cmd;   /* -- COMMAND ARG...: run it, profile it and its descendants */
 };
 
 static volatile sig_atomic_t stop;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	stop = sig;
 }
 
 static void err(const char *fmt, ...)
 {
 	va_list ap;
 
+	status_clear();
 	fputs("asyncbpf-record: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -203,6 +216,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-a and -p exclude each other");
 		return -1;
 	}
+	if (o->cmd && !o->cmd[0]) {
+		err("'--' must be followed by a command");
+		return -1;
+	}
+	if (o->cmd && (all || o->npids)) {
+		err("-- COMMAND excludes -a and -p");
+		return -1;
+	}
 	if (!o->format_set)
 		o->format = writer_guess(o->output);
 	return 0;
@@ -213,6 +234,7 @@ struct app {
 	struct record rec;
 	struct sampler *sampler;
 	struct tracker *tracker;
+	struct command *cmd;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
 	char first_unexamined[512];
 };
@@ -291,9 +313,11 @@ static void track(struct app *a, const struct py_target *t)
 		record_del_target(&a->rec, t->pid);
 		return;
 	}
-	if (a->o->verbose)
+	if (a->o->verbose) {
+		status_clear();
 		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
 			t->comm, t->version_str, t->binary);
+	}
 }
 
 static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
@@ -316,6 +340,22 @@ static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct p
 	}
 }
 
+static void untrack(struct app *a, pid_t pid)
+{
+	sampler_del_proc(a->sampler, pid);
+	tracker_forget(a->tracker, pid);
+	record_del_target(&a->rec, pid);
+}
+
+/* A command's descendant exec'd: what is known of its former image is stale. */
+static void on_exec(void *ctx, pid_t pid)
+{
+	struct app *a = ctx;
+
+	if (record_target(&a->rec, pid))
+		untrack(a, pid);
+}
+
 /* Stops tracking processes that have exited (or whose pid now names another process). */
 static void reap(struct app *a, bool explicit_pids)
 {
@@ -329,9 +369,7 @@ static void reap(struct app *a, bool explicit_pids)
 		}
 		if (explicit_pids)
 			err("pid %d exited during the recording", pid);
-		sampler_del_proc(a->sampler, pid);
-		tracker_forget(a->tracker, pid);
-		record_del_target(&a->rec, pid);
+		untrack(a, pid);
 	}
 }
 
@@ -356,6 +394,16 @@ static int check_pids(struct opts *o, struct py_target *targets)
 		}
 	}
 	return bad;
+}
+
+static void show_status(struct app *a, double elapsed)
+{
+	struct sampler_stats st;
+	uint64_t lost = 0;
+
+	if (!sampler_read_stats(a->sampler, &st))
+		lost = st.stat[STAT_LOST] + st.bad_records;
+	status_show(elapsed, profile_total(a->rec.prof), a->rec.ntargets, lost);
 }
 
 static int write_output(struct app *a, uint64_t start_ns, double elapsed, char *why, size_t whylen)
@@ -411,13 +459,14 @@ int main(int argc, char **argv)
 	struct app a = { .o = &o };
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
-	double start, next_scan;
+	double start, next_scan, next_status;
 	struct timespec wall;
 	uint64_t start_ns;
 	char why[512];
 	enum sampler_err se;
-	int rc;
+	int rc, exit_code = -1; /* the command's, when there is one */
 
+	o.cmd = command_split(&argc, argv);
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
 	if (sampler_check_env(why, sizeof(why))) {
@@ -457,6 +506,13 @@ int main(int argc, char **argv)
 	if (o.npids) {
 		for (int i = 0; i < o.npids; i++)
 			track(&a, &targets[i]);
+	} else if (o.cmd) {
+		/* it waits, and execs once sampling runs */
+		if (command_spawn(&a.cmd, o.cmd, why, sizeof(why))) {
+			err("%s", why);
+			rc = EXIT_ENV;
+			goto out;
+		}
 	} else {
 		disc = discover_new(getpid());
 		if (!disc || discover_scan(disc, on_found, &a)) {
@@ -474,10 +530,20 @@ int main(int argc, char **argv)
 		rc = EXIT_ENV;
 		goto out;
 	}
+	if (a.cmd && !stop) {
+		rc = command_release(a.cmd, why, sizeof(why));
+		if (rc) {
+			err("%s", why);
+			exit_code = rc == -ENOENT ? 127 : 126;
+			goto out;
+		}
+	}
 	start = now_s();
 	clock_gettime(CLOCK_REALTIME, &wall);
 	start_ns = wall.tv_sec * 1000000000ull + wall.tv_nsec;
 	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
+	next_status = start + 1;
+	status_init();
 	while (!stop) {
 		double t = now_s();
 		int wait_ms = 100;
@@ -498,13 +564,25 @@ int main(int argc, char **argv)
 			reap(&a, o.npids > 0);
 			if (disc)
 				discover_scan(disc, on_found, &a);
-			else if (!a.rec.ntargets) {
+			else if (!a.cmd && !a.rec.ntargets) {
 				err("all target processes exited; recording ended");
 				break;
 			}
 		}
+		if (a.cmd) {
+			command_scan(a.cmd, CMD_SCAN_MS, on_found, on_exec, &a);
+			if (command_exited(a.cmd))
+				break;
+		}
+		if (now_s() >= next_status) {
+			next_status += 1;
+			show_status(&a, now_s() - start);
+		}
 	}
 	sampler_poll(a.sampler, 0);
+	status_clear();
+	if (a.cmd && !command_pythons(a.cmd))
+		err("warning: no Python process ran under '%s'", o.cmd[0]);
 
 	if (a.unexamined)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
@@ -515,10 +593,20 @@ int main(int argc, char **argv)
 		err("%s", why);
 	if (o.stats)
 		print_stats(&a, now_s() - start);
+	if (a.cmd) {
+		int st = command_finish(a.cmd, stop ? CMD_GRACE : 0);
+
+		/* a signal before the command could start: as if it had killed it */
+		if (!rc)
+			exit_code = st >= 0 ? st : 128 + stop;
+	}
 out:
+	command_free(a.cmd);
 	discover_free(disc);
 	tracker_free(a.tracker);
 	sampler_close(a.sampler);
 	record_fini(&a.rec);
+	if (exit_code >= 0)
+		return exit_code;
 	return rc ? EXIT_ENV : 0;
 }

@@ -1,70 +1,122 @@
 #!/bin/sh
-# make demo: runs examples/demo_app.py, records it for 5 s into demo.collapsed, and
-# prints its 10 heaviest stacks.
+# make demo: runs the demo service (examples/demo/service.py, Debian's python3 with
+# python3-aiohttp and python3-numpy) under asyncbpf-record, drives it with an HTTP
+# client from another process, writes demo.pb.gz and demo.html, and prints the
+# heaviest stacked stacks of each route.
+#
+# DEMO_SECONDS (default 10): how long the service is driven; DEMO_FREQ (default 199):
+# samples per second; DEMO_OUT (default .): where to write.
 set -eu
 cd "$(dirname "$0")/.."
 
 REC=build/asyncbpf-record
-APP=examples/demo_app.py
-OUT=demo.collapsed
-SECS=5
+REPORT=build/asyncbpf-report
+DEMO=examples/demo
+PY=/usr/bin/python3
+SECS=${DEMO_SECONDS:-10}
+FREQ=${DEMO_FREQ:-199}
+OUT=${DEMO_OUT:-.}
 
-if [ "$(id -u)" != 0 ]; then
-	echo "demo: asyncbpf-record needs root (BPF programs, perf events): run 'sudo make demo'" >&2
+die() {
+	echo "demo: $*" >&2
 	exit 1
-fi
-if [ ! -x "$REC" ]; then
-	echo "demo: $REC is not built: run 'make'" >&2
-	exit 1
-fi
-PY=${PYTHON:-}
-if [ -z "$PY" ]; then
-	if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
-fi
+}
+
+[ "$(id -u)" = 0 ] ||
+	die "asyncbpf-record needs root (BPF programs, perf events): run 'sudo make demo'"
+for b in "$REC" "$REPORT"; do
+	[ -x "$b" ] || die "$b is not built: run 'make'"
+done
+[ -x "$PY" ] || die "$PY is missing: install Debian's python3 ('make deps')"
+for m in aiohttp:python3-aiohttp numpy:python3-numpy; do
+	"$PY" -c "import ${m%%:*}" 2>/dev/null ||
+		die "$PY cannot import ${m%%:*}: install Debian's ${m#*:} ('make deps' as root)"
+done
+case $SECS in
+'' | *[!0-9]*) die "DEMO_SECONDS must be a whole number of seconds, not '$SECS'" ;;
+esac
+case $FREQ in
+'' | *[!0-9]*) die "DEMO_FREQ must be a whole number of samples per second, not '$FREQ'" ;;
+esac
+[ -d "$OUT" ] || die "DEMO_OUT: no directory '$OUT'"
 
 tmp=$(mktemp -d)
-pid=
-# under set -e a failing command in the EXIT trap becomes the exit status: the killed
-# workload's wait returns 143
+rec=
+load=
+# Ends whatever still runs: the load, and the recorder, which stops the service it
+# started (SIGTERM) and waits for it.
 cleanup() {
-	if [ -n "$pid" ]; then
-		kill "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	fi
+	trap - EXIT INT TERM
+	for p in $load $rec; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in $load $rec; do
+		wait "$p" 2>/dev/null || true
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
-"$PY" -u "$APP" >"$tmp/app.out" 2>"$tmp/app.err" &
-pid=$!
+# The recording lasts as long as the service: from its start until it is stopped after
+# SECS seconds of load. Nothing is printed meanwhile: the recorder's status line is on
+# the terminal.
+echo "demo: recording $DEMO/service.py at $FREQ Hz while $DEMO/load.py drives it" \
+	"over HTTP for $SECS s"
+echo "demo: $REC -F $FREQ -o demo.pb.gz -- $PY $DEMO/service.py ..."
+"$REC" -F "$FREQ" -o "$tmp/demo.pb.gz" -- \
+	"$PY" "$DEMO/service.py" --port-file "$tmp/port" --log-file "$tmp/audit.log" \
+	>"$tmp/service.out" &
+rec=$!
+
 i=0
-until grep -q READY "$tmp/app.out"; do
+until [ -s "$tmp/port" ]; do
+	kill -0 "$rec" 2>/dev/null || {
+		rec=
+		cat "$tmp/service.out" >&2
+		die "the service or the recorder exited before the service listened"
+	}
 	i=$((i + 1))
-	if [ "$i" -gt 100 ] || ! kill -0 "$pid" 2>/dev/null; then
-		echo "demo: $APP did not start:" >&2
-		cat "$tmp/app.err" >&2
-		exit 1
-	fi
+	[ "$i" -le 300 ] || die "the service did not listen within 30 s"
 	sleep 0.1
 done
+read -r port service <"$tmp/port"
+"$PY" "$DEMO/load.py" --url "http://127.0.0.1:$port" --seconds "$SECS" \
+	>"$tmp/load.out" 2>&1 &
+load=$!
+wait "$load" || {
+	load=
+	cat "$tmp/load.out" >&2
+	die "the load client failed"
+}
+load=
 
-echo "demo: recording $APP (pid $pid, $PY) for $SECS s into $OUT"
-"$REC" -p "$pid" -d "$SECS" -o "$OUT"
+# the recording ends when the service has exited
+kill -TERM "$service" 2>/dev/null || true
+i=0
+while kill -0 "$rec" 2>/dev/null && [ "$i" -lt 100 ]; do
+	i=$((i + 1))
+	sleep 0.1
+done
+# not stopped within 10 s: the recorder ends it (SIGTERM, then SIGKILL)
+kill -0 "$rec" 2>/dev/null && kill -TERM "$rec"
+status=0
+wait "$rec" || status=$?
+rec=
+[ "$status" = 0 ] || die "asyncbpf-record or the service failed (exit $status)"
+echo "demo: service on http://127.0.0.1:$port; requests answered per route and status:"
+sed 's/^load: /  /' "$tmp/load.out"
 
-total=$(awk '{ n += $NF } END { print n + 0 }' "$OUT")
-if [ "$total" -eq 0 ]; then
-	echo "demo: no samples recorded" >&2
-	exit 1
+mv "$tmp/demo.pb.gz" "$OUT/demo.pb.gz"
+"$REPORT" -o "$OUT/demo.html" "$OUT/demo.pb.gz"
+"$REPORT" -o "$tmp/demo.collapsed" "$OUT/demo.pb.gz"
+# written 0600 by root; whoever ran sudo make demo opens them
+chmod 0644 "$OUT/demo.pb.gz" "$OUT/demo.html"
+if [ -n "${SUDO_UID:-}" ]; then
+	chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$OUT/demo.pb.gz" "$OUT/demo.html" || true
 fi
-echo "demo: $total samples, $(wc -l <"$OUT") distinct stacks; the 10 heaviest"
-echo "(count, share, stack root first; process frame and directories left out):"
-awk -v total="$total" '
-{
-	n = $NF
-	stack = substr($0, 1, length($0) - length(n) - 1)
-	sub(/^[^;]*;/, "", stack)          # the process frame
-	gsub(/\([^;()]*\//, "(", stack)    # directories of file names
-	gsub(/;/, " ; ", stack)
-	printf "%6d %5.1f%%  %s\n", n, 100 * n / total, stack
-}' "$OUT" | sort -k 1 -n -r | head -n 10
+echo "demo: wrote $OUT/demo.pb.gz (go tool pprof -http=: $OUT/demo.pb.gz) and" \
+	"$OUT/demo.html (open it in a browser); $REPORT $OUT/demo.pb.gz tells more"
+echo
+"$PY" "$DEMO/summary.py" "$tmp/demo.collapsed"

@@ -277,8 +277,9 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 		return -1;
 	}
 	ret = obj_module(&r, "_asyncio", &mod);
-	if (ret == -ENOENT)
-		return 0; /* asyncio not imported: no tasks */
+	/* asyncio not imported, or sys.modules not made yet (a process caught starting) */
+	if (ret == -ENOENT || ret == -EAGAIN)
+		return 0;
 	a->asyncio = 1;
 	if (ret) {
 		snprintf(why, len, "pid %d: cannot read sys.modules: %s", t->pid, strerror(-ret));

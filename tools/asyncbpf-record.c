@@ -14,6 +14,7 @@
 
 #include "atasks.h"
 #include "discover.h"
+#include "outfile.h"
 #include "procfs.h"
 #include "record.h"
 #include "sampler.h"
@@ -33,7 +34,7 @@
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
+	"                       [--format collapsed] [--mode MODE] [--stats] [--no-origins] [-v]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -43,6 +44,7 @@ static const char usage[] =
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
 	"      --format FORMAT    collapsed (default)\n"
+	"      --mode MODE        permissions of the output file, octal (default 0600)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
@@ -58,6 +60,7 @@ struct opts {
 	double duration; /* 0: until a signal */
 	const char *output;
 	enum out_format format;
+	unsigned int mode; /* of the output file */
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 };
@@ -121,6 +124,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -131,6 +135,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->freq = 99;
 	o->origins = true;
 	o->format = OUT_COLLAPSED;
+	o->mode = OUTFILE_MODE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ap:F:d:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -180,6 +185,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'm': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 8);
+			if (*end || end == optarg || errno || v > 0777 || optarg[0] == '-') {
+				err("invalid mode '%s' (octal permissions, 0 to 0777)", optarg);
+				return -1;
+			}
+			o->mode = (unsigned int)v;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -352,14 +369,23 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
-static void print_stats(struct app *a, double elapsed)
+/* Samples taken in tracked processes that are not in the profile. */
+static uint64_t lost_samples(struct app *a, struct sampler_stats *out)
 {
 	struct sampler_stats st;
 
-	if (sampler_read_stats(a->sampler, &st)) {
-		err("cannot read statistics");
-		return;
-	}
+	if (sampler_read_stats(a->sampler, &st))
+		memset(&st, 0, sizeof(st));
+	if (out)
+		*out = st;
+	return st.stat[STAT_LOST] + st.bad_records + a->rec.nomem + a->rec.unknown_pid;
+}
+
+static void print_stats(struct app *a, double elapsed)
+{
+	struct sampler_stats st;
+	uint64_t lost = lost_samples(a, &st);
+
 	fprintf(stderr, "duration: %.1f s\n", elapsed);
 	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
 	fprintf(stderr, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
@@ -367,7 +393,14 @@ static void print_stats(struct app *a, double elapsed)
 	fprintf(stderr, "no thread state: %llu\n", (unsigned long long)st.stat[STAT_NO_TSTATE]);
 	fprintf(stderr, "truncated: %llu\n", (unsigned long long)st.stat[STAT_TRUNCATED]);
 	fprintf(stderr, "read errors: %llu\n", (unsigned long long)st.stat[STAT_READ_ERR]);
-	fprintf(stderr, "lost: %llu\n", (unsigned long long)(st.stat[STAT_LOST] + st.bad_records));
+	fprintf(stderr,
+		"lost: %llu (ring buffer full %llu, malformed %llu, out of memory %llu, untracked "
+		"process %llu)\n",
+		(unsigned long long)lost, (unsigned long long)st.stat[STAT_LOST],
+		(unsigned long long)st.bad_records, (unsigned long long)a->rec.nomem,
+		(unsigned long long)a->rec.unknown_pid);
+	fprintf(stderr, "unknown frames: %llu (code objects that could not be read)\n",
+		(unsigned long long)a->rec.unknown_frames);
 	fprintf(stderr, "thread-state lookups: %llu\n",
 		(unsigned long long)st.stat[STAT_TSTATE_LOOKUP]);
 	if (st.run_cnt)
@@ -401,6 +434,10 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
 	if (sampler_check_env(why, sizeof(why))) {
+		err("%s", why);
+		return EXIT_ENV;
+	}
+	if (o.output && strcmp(o.output, "-") && outfile_check(o.output, why, sizeof(why))) {
 		err("%s", why);
 		return EXIT_ENV;
 	}
@@ -487,7 +524,8 @@ int main(int argc, char **argv)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
-	rc = writer_write(o.output, o.format, a.rec.prof, why, sizeof(why));
+	profile_set_lost(a.rec.prof, lost_samples(&a, NULL));
+	rc = writer_write(o.output, o.format, a.rec.prof, o.mode, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)

@@ -23,6 +23,7 @@ struct profile {
 	struct stack_slot *stack_slots;
 	size_t stack_slots_cap;
 	uint64_t total;
+	uint64_t lost;
 	int sorted;
 };
 
@@ -227,6 +228,16 @@ const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 uint64_t profile_total(const struct profile *p)
 {
 	return p->total;
+}
+
+void profile_set_lost(struct profile *p, uint64_t n)
+{
+	p->lost = n;
+}
+
+uint64_t profile_lost(const struct profile *p)
+{
+	return p->lost;
 }
 
 void profile_print_frame(FILE *f, const struct frame_sym *s)

@@ -1,11 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "outfile.h"
 #include "writers.h"
 
 static const struct {
@@ -39,12 +36,10 @@ static int write_format(FILE *f, enum out_format fmt, struct profile *prof)
 	return -1;
 }
 
-int writer_write(const char *path, enum out_format fmt, struct profile *prof, char *why,
-		 size_t whylen)
+int writer_write(const char *path, enum out_format fmt, struct profile *prof, mode_t mode,
+		 char *why, size_t whylen)
 {
-	char tmp[4096];
-	FILE *f;
-	int fd;
+	struct outfile o;
 
 	if (!path || !strcmp(path, "-")) {
 		if (write_format(stdout, fmt, prof) || fflush(stdout)) {
@@ -53,32 +48,12 @@ int writer_write(const char *path, enum out_format fmt, struct profile *prof, ch
 		}
 		return 0;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, getpid()) >= (int)sizeof(tmp)) {
-		snprintf(why, whylen, "output path too long");
+	if (outfile_open(&o, path, mode, why, whylen))
 		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(why, whylen, "cannot create %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (write_format(f, fmt, prof) || fflush(f) || fsync(fd)) {
-		snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
-		fclose(f);
-		unlink(tmp);
-		return -1;
-	}
-	if (fclose(f) || rename(tmp, path)) {
+	if (write_format(o.f, fmt, prof)) {
 		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
+		outfile_abort(&o);
 		return -1;
 	}
-	return 0;
+	return outfile_commit(&o, why, whylen);
 }

@@ -381,10 +381,10 @@ static uint64_t lost_samples(struct app *a, struct sampler_stats *out)
 	return st.stat[STAT_LOST] + st.bad_records + a->rec.nomem + a->rec.unknown_pid;
 }
 
-static void print_stats(struct app *a, double elapsed)
+static void print_stats(struct app *a, double elapsed, const struct sampler_stats *stp,
+			uint64_t lost)
 {
-	struct sampler_stats st;
-	uint64_t lost = lost_samples(a, &st);
+	const struct sampler_stats st = *stp;
 
 	fprintf(stderr, "duration: %.1f s\n", elapsed);
 	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
@@ -428,7 +428,9 @@ int main(int argc, char **argv)
 	struct discover *disc = NULL;
 	double start, next_scan;
 	char why[512];
+	struct sampler_stats stats;
 	enum sampler_err se;
+	uint64_t lost;
 	int rc;
 
 	if (parse_args(argc, argv, &o))
@@ -518,18 +520,20 @@ int main(int argc, char **argv)
 			}
 		}
 	}
+	sampler_stop(a.sampler);
 	sampler_poll(a.sampler, 0);
+	lost = lost_samples(&a, &stats);
 
 	if (a.unexamined)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
-	profile_set_lost(a.rec.prof, lost_samples(&a, NULL));
+	profile_set_lost(a.rec.prof, lost);
 	rc = writer_write(o.output, o.format, a.rec.prof, o.mode, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)
-		print_stats(&a, now_s() - start);
+		print_stats(&a, now_s() - start, &stats, lost);
 out:
 	discover_free(disc);
 	tracker_free(a.tracker);

@@ -272,6 +272,10 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	}
 	if (getenv("ASYNCBPF_TEST_REJECT_BPF"))
 		s->skel->rodata->reject_for_test = true;
+	/* a ring buffer too small for the load, to test that losses are accounted */
+	if (getenv("ASYNCBPF_TEST_RINGBUF_BYTES"))
+		bpf_map__set_max_entries(s->skel->maps.events,
+					 (__u32)strtoul(getenv("ASYNCBPF_TEST_RINGBUF_BYTES"), NULL, 0));
 	ret = sampler_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),
@@ -304,6 +308,13 @@ fail:
 enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen)
 {
 	return attach_cpus(s, s->freq, err, errlen);
+}
+
+void sampler_stop(struct sampler *s)
+{
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
 }
 
 void sampler_close(struct sampler *s)

@@ -72,6 +72,19 @@ test: deps
 	$(MAKE) integration
 	$(MAKE) test-sanitize
 
+# The userspace (library, tools, unit tests) built with ASan and UBSan into build-san/;
+# the unit tests and the integration suite then run against those binaries. For time, the
+# integration suite runs only SAN_INTERPRETERS: the oldest and the newest supported lines.
+SAN_OUT := build-san
+SAN_INTERPRETERS ?= pyenv-3.8,pyenv-3.13
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+
+test-sanitize:
+	$(MAKE) OUT=$(SAN_OUT) SANFLAGS="-O1 $(FUZZ_SAN)" all
+	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
+	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \
+		$(PYTEST) -v -rs tests/integration
+
 # Fuzzing: each tests/fuzz/fuzz_NAME.c is a libFuzzer target with its seed corpus in
 # tests/fuzz/corpus/fuzz_NAME/. They are built with clang into build-fuzz/, against a
 # library built there with the same sanitizers. `make test` replays the seeds; `make fuzz`

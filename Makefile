@@ -29,7 +29,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/tes
 HEADERS := $(wildcard bpf/*.h user/*.h)
 
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
-.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds
+.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak
 
 all: $(TOOLS) $(UNIT_TESTS)
 
@@ -84,6 +84,10 @@ test-sanitize:
 	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
 	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \
 		$(PYTEST) -v -rs tests/integration
+
+# 10 minutes at 999 Hz with process churn; the profiler's RSS must stay flat. Not in test.
+soak: all
+	ASYNCBPF_SOAK=1 $(PYTEST) -v -s -rs tests/integration/test_soak.py
 
 # Fuzzing: each tests/fuzz/fuzz_NAME.c is a libFuzzer target with its seed corpus in
 # tests/fuzz/corpus/fuzz_NAME/. They are built with clang into build-fuzz/, against a

@@ -470,6 +470,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (o.npids) {

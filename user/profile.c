@@ -218,7 +218,8 @@ static int by_count(const void *a, const void *b)
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 {
 	if (!p->sorted) {
-		qsort(p->stacks, p->nstacks, sizeof(*p->stacks), by_count);
+		if (p->nstacks) /* stacks is NULL until the first */
+			qsort(p->stacks, p->nstacks, sizeof(*p->stacks), by_count);
 		p->sorted = 1;
 	}
 	*n = p->nstacks;

@@ -274,8 +274,9 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 		s->skel->rodata->reject_for_test = true;
 	/* a ring buffer too small for the load, to test that losses are accounted */
 	if (getenv("ASYNCBPF_TEST_RINGBUF_BYTES"))
-		bpf_map__set_max_entries(s->skel->maps.events,
-					 (__u32)strtoul(getenv("ASYNCBPF_TEST_RINGBUF_BYTES"), NULL, 0));
+		bpf_map__set_max_entries(
+			s->skel->maps.events,
+			(__u32)strtoul(getenv("ASYNCBPF_TEST_RINGBUF_BYTES"), NULL, 0));
 	ret = sampler_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),

@@ -12,6 +12,7 @@ ASYNCBPF_STRESS_SECONDS long (default 60)."""
 import ast
 import contextlib
 import os
+import re
 import tempfile
 
 import pytest
@@ -20,6 +21,7 @@ from helpers import INTERPRETERS_AVAILABLE, WORKLOADS, Frame, Workload, record, 
 
 SECONDS = float(os.environ.get("ASYNCBPF_STRESS_SECONDS") or 60)
 CHURN = os.path.join(WORKLOADS, "churn.py")
+DYN = "<dyn>"  # churn.py's functions compiled at run time
 # thread frames and awaiting tasks' coroutine frames the sampler keeps (bpf/asyncbpf.h),
 # and per task its frame and at most two markers, and [more tasks]
 MAX_STACK_FRAMES = 256 + 128 + 3 * 16 + 1
@@ -96,6 +98,19 @@ def source(path):
     return _sources[path]
 
 
+def bad_dynamic(prev, f):
+    """churn.py's compiled functions: dyn_L<N> lies at lines N-N+1 of "<dyn>" and calls
+    only itself (or leaf); the <module> code that defines it is at any line."""
+    if f.qualname == "<module>" and (prev is None or prev.filename != DYN):
+        return None
+    m = re.match(r"^dyn_L(\d+)$", f.qualname)
+    if not m or not int(m.group(1)) <= f.line <= int(m.group(1)) + 1:
+        return "%s (%s:%d): no such function at that line" % f
+    if prev is not None and prev.filename == DYN and prev.qualname != f.qualname:
+        return "%s -> %s: not a call the source makes" % (prev.qualname, f.qualname)
+    return None
+
+
 def bad_frames(sample):
     """The frames of sample that name a function the source does not have at that line,
     and the calls between adjacent workload frames the source does not make."""
@@ -105,6 +120,13 @@ def bad_frames(sample):
         if not isinstance(f, Frame):
             prev = None
             continue
+        if f.filename == DYN:
+            b = bad_dynamic(prev, f)
+            bad += [b] if b else []
+            prev = f
+            continue
+        if prev is not None and prev.filename == DYN and f.qualname != "leaf":
+            bad.append("%s -> %s: not a call the source makes" % (prev.qualname, f.qualname))
         src = source(f.filename)
         if src is not None and not src.holds(f.qualname, f.line):
             bad.append("%s (%s:%d): no such function at that line" % f)
@@ -183,11 +205,28 @@ def test_checker_catches_wrong_names():
     """The source check above fails on what a misattributed frame would look like."""
     from helpers import Sample
 
+    body = {n: source(CHURN).ranges[n][0][1] for n in ("r0", "r1", "r2", "leaf")}
+    body.update(nosuch=1, dyn_L7=8, dyn_L9=10)
     head = "python3 (pid 1);MainThread (tid 1);"
-    good = Sample(head + "r0 (%s:37);r1 (%s:41);leaf (%s:55) 1" % ((CHURN,) * 3))
+
+    def sample(*frames):
+        return Sample(head + ";".join("%s (%s:%d)" % (n, CHURN if f is None else f,
+                                                     body[n] if l is None else l)
+                                      for n, f, l in frames) + " 1")
+
+    good = sample(("r0", None, None), ("r1", None, None), ("leaf", None, None))
     assert not bad_frames(good), bad_frames(good)
-    for wrong in ("r0 (%s:37);r2 (%s:45) 1",  # r0 never calls r2
-                  "r0 (%s:41);r1 (%s:41) 1",  # line 41 is inside r1, not r0
-                  "r0 (%s:37);nosuch (%s:41) 1"):
-        s = Sample(head + wrong % ((CHURN,) * 2))
+    dyn = sample(("dyn_L7", DYN, 8), ("dyn_L7", DYN, 8), ("leaf", None, None))
+    assert not bad_frames(dyn), bad_frames(dyn)
+    assert not bad_frames(sample(("<module>", DYN, 0)))
+    for wrong in [
+        (("r0", None, None), ("r2", None, None)),  # r0 never calls r2
+        (("r0", None, body["r1"]), ("r1", None, None)),  # a line of r1, not r0
+        (("r0", None, None), ("nosuch", None, 1)),
+        (("dyn_L7", DYN, 8), ("dyn_L9", DYN, 10)),  # calls only itself
+        (("dyn_L7", DYN, 12),),  # defined at lines 7-8
+        (("dyn_L7", DYN, 8), ("r1", None, None)),
+        (("dyn_L7", DYN, 8), ("<module>", DYN, 0)),
+    ]:
+        s = sample(*wrong)
         assert bad_frames(s), "not caught: %s" % s.raw

@@ -2,7 +2,10 @@
 
   churn.py recurse COUNTFILE  recursion up and down, 1 to 400 deep (deeper than the
                               sampler keeps), through four functions that call each
-                              other in a cycle
+                              other in a cycle; and functions compiled afresh each time
+                              (file "<dyn>"), so that code objects are freed and their
+                              memory reused by others while samples still name them:
+                              dyn_L<N> is defined at line N and calls only itself
   churn.py tasks COUNTFILE    asyncio tasks created and finished as fast as possible,
                               each calling a few levels down and sometimes suspending
 
@@ -56,10 +59,19 @@ def leaf(n):
     return x + n
 
 
+def dynamic(line):
+    name = "dyn_L%d" % line
+    src = "\n" * (line - 1) + "def %s(n):\n    return %s(n - 1) if n else leaf(n)\n" % (name, name)
+    ns = {"leaf": leaf}
+    exec(compile(src, "<dyn>", "exec"), ns)
+    return ns[name]
+
+
 def recurse(counter):
     top = 1
     while True:
         r0(0, top)
+        dynamic(top)(top % 50)
         top = (top * 7 + 13) % TOP + 1
         counter.add(1)
 

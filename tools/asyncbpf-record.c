@@ -385,6 +385,7 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 			uint64_t lost)
 {
 	const struct sampler_stats st = *stp;
+	size_t nstacks, nframes;
 
 	fprintf(stderr, "duration: %.1f s\n", elapsed);
 	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
@@ -417,6 +418,8 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+	profile_size(a->rec.prof, &nstacks, &nframes);
+	fprintf(stderr, "distinct stacks: %zu (%zu distinct frames)\n", nstacks, nframes);
 }
 
 int main(int argc, char **argv)

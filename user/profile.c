@@ -231,6 +231,12 @@ uint64_t profile_total(const struct profile *p)
 	return p->total;
 }
 
+void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes)
+{
+	*nstacks = p->nstacks;
+	*nframes = p->nframes;
+}
+
 void profile_set_lost(struct profile *p, uint64_t n)
 {
 	p->lost = n;

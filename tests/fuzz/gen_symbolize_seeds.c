@@ -46,6 +46,7 @@ int main(int argc, char **argv)
 
 		if (!l)
 			return 1;
+		put64(img, 0, 1); /* ob_refcnt: a live object */
 		memcpy(img + l->code_firstlineno, &first, 4);
 		put64(img, l->code_filename, MEM_BASE + 512);
 		put64(img, l->code_name, MEM_BASE + 640);

@@ -7,7 +7,8 @@
                               memory reused by others while samples still name them:
                               dyn_L<N> is defined at line N and calls only itself
   churn.py tasks COUNTFILE    asyncio tasks created and finished as fast as possible,
-                              each calling a few levels down and sometimes suspending
+                              each calling a few levels down and sometimes suspending;
+                              8 task names
 
 Every second it writes the number of calls or tasks finished so far to COUNTFILE.
 Prints READY, then runs until killed.
@@ -89,7 +90,10 @@ async def short(i):
 async def spawner(counter):
     i = 0
     while True:
-        batch = [asyncio.create_task(short(i + k)) for k in range(200)]
+        # named by role, as a service would: default names (Task-N) are unique, and
+        # every sampled task would make a stack of its own
+        batch = [asyncio.create_task(short(i + k), name="short-%d" % (k % 8))
+                 for k in range(200)]
         await asyncio.gather(*batch)
         i += len(batch)
         counter.add(len(batch))

@@ -143,7 +143,7 @@ layouts:
 	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h
+	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
 
 clean:
 	rm -rf $(OUT) $(FUZZ_OUT) $(SAN_OUT)

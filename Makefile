@@ -46,6 +46,9 @@ $(OUT)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# the HTML writer embeds its page
+$(OUT)/user/flamehtml.o: user/flame/flame.html
+
 $(LIB): $(USER_OBJS)
 	rm -f $@ && ar rcs $@ $^
 

@@ -17,6 +17,7 @@ enum py_yf_kind {
 	PY_YF_RESUME = 3,      /* 3.11-3.12: suspended, next code unit is RESUME with oparg >= 2,
 				* TOS = localsplus[stacktop - 1] */
 	PY_YF_STATE = 4,       /* 3.13: gi_frame_state == FRAME_SUSPENDED_YIELD_FROM */
+	PY_YF_STACKPTR = 5,    /* 3.14: same state, TOS = stackpointer[-1] (a _PyStackRef) */
 };
 
 struct py_async_layout {
@@ -35,7 +36,8 @@ struct py_async_layout {
 	__u16 gen_qualname;	/* gi_qualname */
 	__u16 frame_gen;	/* 3.8-3.10: PyFrameObject.f_gen */
 	__u16 frame_stack;	/* 3.8-3.9: f_stacktop (PyObject **); 3.10: f_valuestack
-				 * (PyObject **); 3.11+: localsplus (inline array) */
+				 * (PyObject **); 3.11-3.13: localsplus (inline array);
+				 * 3.14: stackpointer (_PyStackRef *) */
 	__u16 frame_stackdepth; /* 3.10: f_stackdepth (int); 3.11+: stacktop (int) */
 	__u16 frame_state;	/* 3.10: f_state (char), 0 when absent */
 	__u16 asend_gen;	/* _PyAsyncGenASend.ags_gen */

@@ -15,7 +15,7 @@
 enum py_frame_kind {
 	PY_FRAMES_OBJECT = 1, /* 3.8-3.10: tstate->frame, PyFrameObject.f_back */
 	PY_FRAMES_CFRAME = 2, /* 3.11-3.12: tstate->cframe->current_frame, _PyInterpreterFrame */
-	PY_FRAMES_DIRECT = 3, /* 3.13: tstate->current_frame, _PyInterpreterFrame */
+	PY_FRAMES_DIRECT = 3, /* 3.13+: tstate->current_frame, _PyInterpreterFrame */
 };
 
 /* What the frame's "last instruction" field holds. */
@@ -31,8 +31,9 @@ struct py_layout {
 	__u32 py_version; /* PY_VERSION_HEX of the headers the layout came from */
 	__u8 frame_kind;
 	__u8 lasti_kind;
-	__u8 owner_cstack; /* frame owner value of C-stack shim frames, PY_NO_OWNER if none */
-	__u8 pad0;
+	__u8 owner_cstack; /* lowest frame owner value of shim frames (entry, C stack), PY_NO_OWNER
+			    * if none */
+	__u8 ref_tag_bits; /* 3.14: low bits that tag a _PyStackRef (f_executable, stack) */
 
 	__u16 runtime_interp_head; /* _PyRuntimeState.interpreters.head */
 	__u16 interp_next;	   /* PyInterpreterState.next */

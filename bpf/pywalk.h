@@ -21,9 +21,9 @@
 #define PW_FRAMES_CAP (MAX_FRAMES + MAX_CORO_FRAMES)
 
 #define PW_MAX_GENS 32 /* generator frames remembered per thread walk */
-/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11, 3.12 and 3.13 */
+/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.14 */
 #define PW_OWNED_BY_GENERATOR 1
-/* FRAME_EXECUTING (3.11-3.13 gi_frame_state, 3.10 f_state) is 0: below it created or
+/* FRAME_EXECUTING (3.11-3.14 gi_frame_state, 3.10 f_state) is 0: below it created or
  * suspended, above it completed or cleared */
 #define PW_GEN_EXECUTING 0
 
@@ -166,6 +166,12 @@ static PW_INLINE __s32 pw_instr(const struct py_layout *l, const __u8 *frame, __
 	return (__s32)off;
 }
 
+/* A _PyStackRef (3.14) is a pointer with tag bits; before 3.14 ref_tag_bits is 0. */
+static PW_INLINE __u64 pw_untag(const struct py_layout *l, __u64 ref)
+{
+	return ref & ~(((__u64)1 << (l->ref_tag_bits & 7)) - 1);
+}
+
 struct pw_walk {
 	const struct py_proc *p;
 	struct frame_rec *out; /* MAX_FRAMES entries */
@@ -192,9 +198,9 @@ static long pw_walk_step(__u32 i, void *ctx)
 		w->frame = 0;
 		return 1;
 	}
-	code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code));
+	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
 	w->frame = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_back));
-	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] == l->owner_cstack)
+	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] >= l->owner_cstack)
 		return 0;
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
 		if (w->p->async.frame_gen)
@@ -264,7 +270,8 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 {
 	const struct py_layout *l = &p->layout;
 	const struct py_async_layout *a = &p->async;
-	__u64 code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)), co_code = 0, tos = 0, at;
+	__u64 code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code))), co_code = 0,
+	      tos = 0, at;
 	__s32 lasti, depth;
 	__u8 op[2] = {};
 
@@ -307,10 +314,19 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 			return 0;
 		at = frame + a->frame_stack + (__u64)(depth - 1) * 8;
 		break;
+	case PY_YF_STACKPTR:
+		if (state != a->gen_suspended)
+			return 0;
+		at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
+		/* the value stack lies inside the frame, past its fixed part */
+		if (at < frame + 16 || at - frame > 0x10000)
+			return 0;
+		at -= 8;
+		break;
 	default:
 		return 0;
 	}
-	return pw_read(&tos, 8, at) ? 0 : tos;
+	return pw_read(&tos, 8, at) ? 0 : pw_untag(l, tos);
 }
 
 static long pw_coro_step(__u32 i, void *ctx)
@@ -351,7 +367,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 		   PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0) {
 		state = PW_GEN_EXECUTING; /* 3.8-3.9: no value stack while running */
 	}
-	code = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code));
+	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
 	yf = state == PW_GEN_EXECUTING ? 0 : pw_yield_from(p, frame, state, s);

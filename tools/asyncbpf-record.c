@@ -34,7 +34,8 @@
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed] [--mode MODE] [--stats] [--no-origins] [-v]\n"
+	"                       [--format collapsed|pprof|speedscope|html] [--mode MODE]\n"
+	"                       [--stats] [--no-origins] [-v]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -43,7 +44,8 @@ static const char usage[] =
 	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
-	"      --format FORMAT    collapsed (default)\n"
+	"      --format FORMAT    collapsed, pprof, speedscope or html (default: from the -o\n"
+	"                         name: .pb.gz/.pprof, .json, .html; else collapsed)\n"
 	"      --mode MODE        permissions of the output file, octal (default 0600)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
@@ -61,6 +63,7 @@ struct opts {
 	const char *output;
 	enum out_format format;
 	unsigned int mode; /* of the output file */
+	bool format_set;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 };
@@ -175,6 +178,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				err("unknown format '%s' (known: %s)", optarg, writer_formats());
 				return -1;
 			}
+			o->format_set = true;
 			break;
 		case 's':
 			o->stats = true;
@@ -216,6 +220,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-a and -p exclude each other");
 		return -1;
 	}
+	if (!o->format_set)
+		o->format = writer_guess(o->output);
 	return 0;
 }
 
@@ -369,6 +375,21 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
+static int write_output(struct app *a, uint64_t start_ns, double elapsed, uint64_t lost, char *why,
+			size_t whylen)
+{
+	struct writer_meta meta = {
+		.start_ns = start_ns,
+		.duration_ns = elapsed * 1e9,
+		.has_lost = true,
+		.lost = lost,
+		.has_mode = true,
+		.mode = a->o->mode,
+	};
+
+	return writer_write_meta(a->o->output, a->o->format, a->rec.prof, &meta, why, whylen);
+}
+
 /* Samples taken in tracked processes that are not in the profile. */
 static uint64_t lost_samples(struct app *a, struct sampler_stats *out)
 {
@@ -430,6 +451,8 @@ int main(int argc, char **argv)
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
 	double start, next_scan;
+	struct timespec wall;
+	uint64_t start_ns;
 	char why[512];
 	struct sampler_stats stats;
 	enum sampler_err se;
@@ -452,6 +475,7 @@ int main(int argc, char **argv)
 		err("out of memory");
 		return EXIT_ENV;
 	}
+	profile_set_period(a.rec.prof, 1000000000ull / o.freq);
 
 	so.freq = o.freq;
 	so.run_stats = o.stats;
@@ -497,6 +521,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	start = now_s();
+	clock_gettime(CLOCK_REALTIME, &wall);
+	start_ns = wall.tv_sec * 1000000000ull + wall.tv_nsec;
 	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
 	while (!stop) {
 		double t = now_s();
@@ -533,7 +559,7 @@ int main(int argc, char **argv)
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
 	profile_set_lost(a.rec.prof, lost);
-	rc = writer_write(o.output, o.format, a.rec.prof, o.mode, why, sizeof(why));
+	rc = write_output(&a, start_ns, now_s() - start, lost, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)

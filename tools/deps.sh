@@ -2,16 +2,26 @@
 # Installs from Debian's archive whatever the build and the tests need and is missing.
 set -e
 pkgs="make gcc clang libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-pytest python3-uvloop"
+# pprof's reader (go tool pprof) and a headless browser for the output-format tests
+pkgs="$pkgs golang-go chromium"
+command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-if [ "$(id -u)" != 0 ]; then
-	echo "deps: missing packages:$missing (run 'make deps' as root)" >&2
-	exit 1
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: missing packages:$missing (run 'make deps' as root)" >&2
+		exit 1
+	fi
+	echo "deps: installing$missing"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
 fi
-echo "deps: installing$missing"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+# npm packages of the browser and speedscope checks, as locked
+browser="$(dirname "$0")/../tests/browser"
+if [ ! -d "$browser/node_modules" ] || [ "$browser/package-lock.json" -nt "$browser/node_modules" ]; then
+	echo "deps: npm ci in tests/browser"
+	npm ci --prefix "$browser" --no-audit --no-fund --loglevel=error
+fi

@@ -6,6 +6,8 @@
 
 #include "atasks.h"
 #include "procmaps.h"
+#include "py314.h"
+#include "py_layouts.h"
 #include "tasknames.h"
 #include "vmwalk.h"
 
@@ -217,10 +219,9 @@ static int collect_current(const struct objread *r, uint64_t mod, struct atasks 
 }
 
 /* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
-static int read_task(const struct objread *r, const struct py_target *t, unsigned int what,
-		     struct atask *k)
+static int read_task(const struct py_target *t, unsigned int what, struct atask *k)
 {
-	const struct py_async_layout *a = &r->m->async;
+	const struct py_async_layout *a = &t->proc.async;
 	struct task_rec rec = {};
 	uint64_t name_obj;
 	char name[TASK_NAME_LEN + 32];
@@ -228,21 +229,21 @@ static int read_task(const struct objread *r, const struct py_target *t, unsigne
 	__u64 awaited = 0;
 	int32_t state;
 
-	if (mem_read(r->pid, k->addr + a->fut_state, &state, sizeof(state)) ||
-	    obj_ptr(r, k->addr + a->task_coro, &k->coro))
+	if (mem_read(t->pid, k->addr + a->fut_state, &state, sizeof(state)) ||
+	    mem_read(t->pid, k->addr + a->task_coro, &k->coro, sizeof(k->coro)))
 		return -EFAULT;
 	if (state != FUT_PENDING)
 		return 0;
 	if (!(what & ATASKS_DETAILS))
 		return 1;
-	if (obj_ptr(r, k->addr + a->task_name, &name_obj))
+	if (mem_read(t->pid, k->addr + a->task_name, &name_obj, sizeof(name_obj)))
 		name_obj = 0;
 	rec.name_obj = name_obj;
 	task_name(t, &rec, name, sizeof(name));
 	k->name = strdup(name);
 	if (!k->name)
 		return -ENOMEM;
-	vmwalk_target(r->pid);
+	vmwalk_target(t->pid);
 	k->nframes = pw_walk_coro(&t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s, &awaited,
 				  &k->flags);
 	k->awaited = awaited;
@@ -256,15 +257,21 @@ static int by_name(const void *x, const void *y)
 	return strverscmp(a->name ? a->name : "", b->name ? b->name : "");
 }
 
+static void read_tasks(const struct py_target *t, unsigned int what, struct atasks *a);
+static void finish(struct atasks *a, unsigned int what);
+static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
+		       size_t len);
+
 int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
 		    size_t len)
 {
 	struct objread r;
 	uint64_t mod, fut_type, task_type;
-	size_t kept = 0;
 	int ret;
 
 	memset(a, 0, sizeof(*a));
+	if (!t->om && PYV_MINOR_OF(t->version) == PYV(3, 14))
+		return snapshot314(t, what, a, why, len);
 	if (objread_init(&r, t)) {
 		snprintf(why, len, "pid %d: no object model for Python %s", t->pid, t->version_str);
 		return -1;
@@ -288,8 +295,23 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 		atasks_free(a);
 		return -1;
 	}
+	read_tasks(t, what, a);
 	for (size_t i = 0; i < a->n; i++) {
-		int st = read_task(&r, t, what, &a->v[i]);
+		struct reach x = { .r = &r, .a = a, .child = &a->v[i] };
+
+		reach_callbacks(&x, a->v[i].addr, 0);
+	}
+	finish(a, what);
+	return 0;
+}
+
+/* Keeps the tasks that are pending, reading what is asked of each. */
+static void read_tasks(const struct py_target *t, unsigned int what, struct atasks *a)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		int st = read_task(t, what, &a->v[i]);
 
 		if (st < 0)
 			a->unreadable++;
@@ -297,11 +319,10 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 			a->v[kept++] = a->v[i];
 	}
 	a->n = kept;
-	for (size_t i = 0; i < a->n; i++) {
-		struct reach x = { .r = &r, .a = a, .child = &a->v[i] };
+}
 
-		reach_callbacks(&x, a->v[i].addr, 0);
-	}
+static void finish(struct atasks *a, unsigned int what)
+{
 	/* the lists are hash-ordered: name order makes the output stable */
 	if (what & ATASKS_DETAILS)
 		qsort(a->v, a->n, sizeof(*a->v), by_name);
@@ -315,7 +336,6 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 				k->parents[np++] = k->parents[j];
 		k->nparents = np;
 	}
-	return 0;
 }
 
 void atasks_free(struct atasks *a)
@@ -334,6 +354,8 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 	uint64_t mod, type, init;
 	int ret;
 
+	if (!t->om && PYV_MINOR_OF(t->version) == PYV(3, 14))
+		return py314_task_init(t, path, len, offset);
 	if (objread_init(&r, t))
 		return -ENOTSUP;
 	if ((ret = obj_module(&r, "_asyncio", &mod)) ||
@@ -399,5 +421,87 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 link:
 		a->v[i].parents[a->v[i].nparents++] = p->addr;
 	}
+	return 0;
+}
+
+/* 3.14: a pending task sits on its thread's list (its interpreter's once the thread is
+ * gone), and names its awaiters itself in fut_awaited_by: one object, or a set of them. */
+static int list_tasks(pid_t pid, uint64_t head, const struct py314_asyncio *o, struct atasks *a)
+{
+	uint64_t node = 0;
+	int ret;
+
+	if (mem_read(pid, head + o->llist_next, &node, sizeof(node)))
+		return -EFAULT;
+	for (size_t n = 0; node && node != head; n++) {
+		if (n == MAX_SNAPSHOT_TASKS)
+			return -ELOOP;
+		if ((ret = add_task(a, node - o->task_node)))
+			return ret;
+		if (mem_read(pid, node + o->llist_next, &node, sizeof(node)))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atask *k)
+{
+	uint64_t by = 0, table = 0, mask = 0, key;
+	char is_set = 0;
+
+	if (mem_read(pid, k->addr + o->task_awaited_by, &by, sizeof(by)) || !by ||
+	    mem_read(pid, k->addr + o->task_awaited_by_is_set, &is_set, 1))
+		return;
+	if (!is_set) {
+		add_parent(k, by);
+		return;
+	}
+	/* set entries are (key, hash); the caller keeps only keys that are tasks */
+	if (mem_read(pid, by + o->set_table, &table, sizeof(table)) ||
+	    mem_read(pid, by + o->set_mask, &mask, sizeof(mask)) || mask > 4095)
+		return;
+	for (uint64_t i = 0; i <= mask && k->nparents < ATASK_MAX_PARENTS; i++)
+		if (!mem_read(pid, table + i * 16, &key, sizeof(key)) && key)
+			add_parent(k, key);
+}
+
+static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
+		       size_t len)
+{
+	const struct py_layout *l = &t->proc.layout;
+	struct py314_asyncio o;
+	uint64_t interp = 0, ts;
+	int ret;
+
+	ret = py314_asyncio(t, &o, why, len);
+	if (ret == -ENOENT)
+		return 0; /* _asyncio not loaded: no tasks */
+	if (ret)
+		return -1;
+	a->asyncio = 1;
+	if (mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp)))
+		interp = 0;
+	for (int ni = 0; interp && ni < MAX_THREADS; ni++) {
+		ret = list_tasks(t->pid, interp + o.interp_tasks_head, &o, a);
+		ts = 0;
+		if (!ret && mem_read(t->pid, interp + l->interp_tstate_head, &ts, sizeof(ts)))
+			ret = -EFAULT;
+		for (int nt = 0; !ret && ts && nt < MAX_THREADS; nt++) {
+			ret = list_tasks(t->pid, ts + o.tstate_tasks_head, &o, a);
+			if (!ret && mem_read(t->pid, ts + l->tstate_next, &ts, sizeof(ts)))
+				ret = -EFAULT;
+		}
+		if (ret || mem_read(t->pid, interp + l->interp_next, &interp, sizeof(interp)))
+			break;
+	}
+	if (ret) {
+		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
+		atasks_free(a);
+		return -1;
+	}
+	read_tasks(t, what, a);
+	for (size_t i = 0; i < a->n; i++)
+		awaiters314(t->pid, &o, &a->v[i]);
+	finish(a, what);
 	return 0;
 }

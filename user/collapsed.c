@@ -1,26 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <string.h>
-
 #include "writers.h"
 
-/* ';' separates frames and a newline ends a stack: neither may appear inside a frame. */
 static void put_frame(FILE *f, const struct frame_sym *s)
 {
 	char buf[4096];
-	FILE *m = fmemopen(buf, sizeof(buf), "w");
-	size_t n;
 
-	if (!m)
-		return;
-	profile_print_frame(m, s);
-	n = ftell(m);
-	fclose(m);
-	if (n >= sizeof(buf))
-		n = sizeof(buf) - 1;
-	buf[n] = 0;
-	for (char *p = buf; *p; p++)
-		if (*p == ';' || *p == '\n' || *p == '\r')
-			*p = '_';
+	frame_text(s, buf, sizeof(buf));
 	fputs(buf, f);
 }
 

@@ -154,6 +154,12 @@ int outfile_commit(struct outfile *o, char *why, size_t whylen)
 int outfile_check(const char *path, char *why, size_t whylen)
 {
 	struct outfile o;
+	struct stat st;
+
+	/* a device or FIFO is written in place (see writer_write_meta) */
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode) &&
+	    !S_ISDIR(st.st_mode))
+		return 0;
 
 	if (outfile_open(&o, path, OUTFILE_MODE, why, whylen))
 		return -1;

@@ -20,8 +20,9 @@ struct outfile {
 };
 
 /* What outfile_open would refuse, checked without leaving anything behind (a temporary
- * file is created and removed): so a recording fails before it starts, not after. 0 or
- * -1 with a one-line reason in why. */
+ * file is created and removed): so a recording fails before it starts, not after. An
+ * existing device or FIFO passes (the writers write those in place). 0 or -1 with a
+ * one-line reason in why. */
 int outfile_check(const char *path, char *why, size_t whylen);
 
 /* Creates the temporary file for path with mode. 0 or -1 with a reason in why. */

@@ -24,6 +24,7 @@ struct profile {
 	size_t stack_slots_cap;
 	uint64_t total;
 	uint64_t lost;
+	uint64_t period_ns;
 	int sorted;
 };
 
@@ -120,6 +121,7 @@ uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name
 	s = &p->frames[p->nframes];
 	s->kind = kind;
 	s->line = line;
+	s->start_line = 0;
 	s->name = strdup(name);
 	s->file = file ? strdup(file) : NULL;
 	if (!s->name || (file && !s->file)) {
@@ -135,6 +137,27 @@ uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name
 const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id)
 {
 	return id < p->nframes ? &p->frames[id] : NULL;
+}
+
+size_t profile_nframes(const struct profile *p)
+{
+	return p->nframes;
+}
+
+void profile_set_start_line(struct profile *p, uint32_t id, int start_line)
+{
+	if (id < p->nframes)
+		p->frames[id].start_line = start_line;
+}
+
+void profile_set_period(struct profile *p, uint64_t ns)
+{
+	p->period_ns = ns;
+}
+
+uint64_t profile_period(const struct profile *p)
+{
+	return p->period_ns;
 }
 
 static int stack_slots_grow(struct profile *p)

@@ -20,6 +20,7 @@ struct frame_sym {
 	const char *name;
 	const char *file;
 	int line;
+	int start_line; /* FRAME_PYTHON: the code object's first line (0: unknown) */
 };
 
 struct stack_ent {
@@ -37,6 +38,13 @@ void profile_free(struct profile *p);
 uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
 		       int line);
 const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id);
+size_t profile_nframes(const struct profile *p);
+/* Not part of a frame's identity: a function's first line is the same at every line. */
+void profile_set_start_line(struct profile *p, uint32_t id, int start_line);
+
+/* Time between two samples in nanoseconds (0: unknown). */
+void profile_set_period(struct profile *p, uint64_t ns);
+uint64_t profile_period(const struct profile *p);
 
 /* Adds count samples of a stack; -ENOMEM on failure. */
 int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count);

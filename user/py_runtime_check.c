@@ -34,6 +34,9 @@ static void supported_range(char *buf, size_t len)
 	uint32_t lo = py_layout_table[0].py_version;
 	uint32_t hi = py_layout_table[py_layout_table_len - 1].py_version;
 
+	/* 3.14 needs no table entry: it describes itself (py314.c) */
+	if (PYV_MINOR_OF(hi) < PYV(3, 14))
+		hi = PYV(3, 14);
 	snprintf(buf, len, "%u.%u\u2013%u.%u", PYV_MAJOR(lo), PYV_MINOR(lo), PYV_MAJOR(hi),
 		 PYV_MINOR(hi));
 }

@@ -14,6 +14,7 @@
 #include "procfs.h"
 #include "procmaps.h"
 #include "py_layouts.h"
+#include "py314.h"
 #include "pyproc.h"
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
@@ -342,6 +343,7 @@ static uint64_t symbol_addr(struct inspect *in, struct pyelf *py, const char *na
 static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, struct py_target *t)
 {
 	const struct py_layout *l;
+	bool self_described;
 	char lwhy[256];
 	uint64_t addr, head;
 	int err;
@@ -350,8 +352,9 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	if (err)
 		return say(in, PYPROC_UNSUPPORTED, "CPython in %s, but its version is unknown (%s)",
 			   py->map->path, strerror(-err));
-	l = py_layout_find(t->version, lwhy, sizeof(lwhy));
-	if (!l)
+	self_described = PYV_MINOR_OF(t->version) == PYV(3, 14) && PYV_LEVEL(t->version) == 0xF;
+	l = self_described ? NULL : py_layout_find(t->version, lwhy, sizeof(lwhy));
+	if (!l && !self_described)
 		return say(in, PYPROC_UNSUPPORTED, "%s", lwhy);
 	if (map_vaddr(in, py, py->runtime, &addr))
 		return say(in, PYPROC_ERROR, "_PyRuntime of %s is not mapped", py->map->path);
@@ -364,17 +367,26 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	t->proc.corowrapper_type = symbol_addr(in, py, "_PyCoroWrapper_Type");
 	t->proc.str_type = symbol_addr(in, py, "PyUnicode_Type");
 	t->proc.long_type = symbol_addr(in, py, "PyLong_Type");
-	t->proc.layout = *l;
-	t->om = py_objmodel_find(t->version);
-	if (t->om)
-		t->proc.async = t->om->async;
+	if (self_described) {
+		/* 3.14 describes its own layout: see py314.h */
+		if (py314_layout(in->pid, t->version, &t->proc, lwhy, sizeof(lwhy)))
+			return vanished(in) ? say(in, PYPROC_GONE, "exited while being inspected")
+					    : say(in, PYPROC_UNSUPPORTED, "%s", lwhy);
+		l = &t->proc.layout;
+	} else {
+		t->proc.layout = *l;
+		t->om = py_objmodel_find(t->version);
+		if (t->om)
+			t->proc.async = t->om->async;
+	}
 	err = mem_read(in->pid, t->proc.runtime + l->runtime_interp_head, &head, sizeof(head));
 	if (err)
 		return fail(in, err, "reading _PyRuntime");
 	if (!head)
 		return say(in, PYPROC_NOT_READY, "Python %s runtime not initialised yet",
 			   t->version_str);
-	if (py_layout_check_runtime(l, t->version, in->pid, t->proc.runtime, lwhy, sizeof(lwhy))) {
+	if (!self_described &&
+	    py_layout_check_runtime(l, t->version, in->pid, t->proc.runtime, lwhy, sizeof(lwhy))) {
 		if (vanished(in))
 			return say(in, PYPROC_GONE, "exited while being inspected");
 		return say(in, PYPROC_UNSUPPORTED, "%s", lwhy);

@@ -85,13 +85,16 @@ static uint32_t special(struct record *r, const char *name)
 static uint32_t python_frame(struct record *r, struct target *tg, const struct frame_rec *f)
 {
 	const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
+	uint32_t id;
 
 	if (!c->valid) {
 		r->unknown_frames++;
 		return special(r, "[unknown]");
 	}
-	return profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
-			     py_code_line(c, tg->t.version, f->instr));
+	id = profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
+			   py_code_line(c, tg->t.version, f->instr));
+	profile_set_start_line(r->prof, id, c->firstlineno);
+	return id;
 }
 
 static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t)

@@ -19,7 +19,7 @@ TASKS = os.path.join(BUILD, "asyncbpf-tasks")
 # run only these; the others are reported as skipped.
 SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split(",") if s.strip()]
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
-SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13
+SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
 PROG = "asyncbpf-record: "
 
 
@@ -109,6 +109,12 @@ def discover_interpreters():
         if m and int(m.group(1)) in SUPPORTED_MINORS and os.access(py, os.X_OK):
             distro.append(Interp("debian-3." + m.group(1), py))
     out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.13)")]
+    # more interpreters by hand, e.g. a 3.14 built from source (none is installed here)
+    for py in filter(None, os.environ.get("ASYNCBPF_EXTRA_PYTHONS", "").split(":")):
+        out.append(Interp("extra-" + py.strip("/").replace("/", "-"), py)
+                   if os.access(py, os.X_OK) else
+                   Interp("extra-" + py, missing="ASYNCBPF_EXTRA_PYTHONS: %s is not executable"
+                          % py))
     return out
 
 

@@ -108,15 +108,16 @@ def test_non_root_pid(nobody_bin):
 
 # -- unsupported Python versions ------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def fake_python(tmp_path_factory):
-    """A C program that exports _PyRuntime and Py_Version 3.14.0 and sleeps."""
+@pytest.fixture(scope="module", params=["0x030E00F0", "0x030F00F0"], ids=["3.14", "3.15"])
+def fake_python(request, tmp_path_factory):
+    """A C program that exports _PyRuntime and Py_Version and sleeps: a 3.14.0 whose
+    _PyRuntime has no _Py_DebugOffsets, and a 3.15.0 (a version asyncbpf does not know)."""
     cc = shutil.which("gcc") or shutil.which("cc")
     if not cc:
         pytest.skip("no C compiler to build the fake Python")
     out = str(tmp_path_factory.mktemp("fake") / "fake_python")
-    subprocess.run([cc, "-rdynamic", "-o", out, os.path.join(WORKLOADS, "fake_python.c")],
-                   check=True)
+    subprocess.run([cc, "-rdynamic", "-DFAKE_PY_VERSION=" + request.param, "-o", out,
+                    os.path.join(WORKLOADS, "fake_python.c")], check=True)
     return out
 
 
@@ -134,12 +135,12 @@ def check_unsupported_a(binary, pid):
     assert not r.of_pid(pid), "unsupported pid %d profiled" % pid + show(r.of_pid(pid))
 
 
-def test_fake_314_pid(root_record_bin, fake_python):
+def test_fake_python_pid(root_record_bin, fake_python):
     with Proc([fake_python]) as p:
         check_unsupported_p(root_record_bin, p.pid)
 
 
-def test_fake_314_all(root_record_bin, fake_python):
+def test_fake_python_all(root_record_bin, fake_python):
     with Proc([fake_python]) as p:
         check_unsupported_a(root_record_bin, p.pid)
 

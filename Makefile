@@ -12,6 +12,9 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser
+# Extra compiler flags of a variant build (sanitizers; see test-sanitize and fuzz)
+SANFLAGS ?=
+CFLAGS += $(SANFLAGS)
 LDLIBS += -lbpf -lelf -lz
 BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
@@ -26,6 +29,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/tes
 HEADERS := $(wildcard bpf/*.h user/*.h)
 
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
+.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak
 
 all: $(TOOLS) $(UNIT_TESTS)
 
@@ -67,7 +71,66 @@ integration: all
 test: deps
 	$(MAKE) all
 	$(MAKE) unit
+	$(MAKE) fuzz-replay
 	$(MAKE) integration
+	$(MAKE) test-sanitize
+
+# The userspace (library, tools, unit tests) built with ASan and UBSan into build-san/;
+# the unit tests and the integration suite then run against those binaries. For time, the
+# integration suite runs only SAN_INTERPRETERS: the oldest and the newest supported lines.
+SAN_OUT := build-san
+SAN_INTERPRETERS ?= pyenv-3.8,pyenv-3.13
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+# the torn-read stress test already ran its full minute on the plain build
+SAN_ENV += ASYNCBPF_STRESS_SECONDS=20
+
+test-sanitize:
+	$(MAKE) OUT=$(SAN_OUT) SANFLAGS="-O1 $(FUZZ_SAN)" all
+	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
+	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \
+		$(PYTEST) -v -rs --durations=10 tests/integration
+
+# 10 minutes at 999 Hz with process churn; the profiler's RSS must stay flat. Not in test.
+soak: all
+	ASYNCBPF_SOAK=1 $(PYTEST) -v -s -rs tests/integration/test_soak.py
+
+# Fuzzing: each tests/fuzz/fuzz_NAME.c is a libFuzzer target with its seed corpus in
+# tests/fuzz/corpus/fuzz_NAME/. They are built with clang into build-fuzz/, against a
+# library built there with the same sanitizers. `make test` replays the seeds; `make fuzz`
+# runs each target for FUZZ_SECONDS (new inputs go to build-fuzz/corpus/, crashes to
+# build-fuzz/crash-*).
+FUZZ_OUT := build-fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 600
+
+fuzzers: $(patsubst %,$(OUT)/%,$(FUZZ_TARGETS))
+
+$(OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB) $(HEADERS)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) $(LDLIBS) -o $@
+
+fuzz-build:
+	$(MAKE) OUT=$(FUZZ_OUT) CC=$(CLANG) SANFLAGS="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzzers
+
+fuzz-replay: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+		$(FUZZ_OUT)/$$t -runs=1 tests/fuzz/corpus/$$t/* 2>$(FUZZ_OUT)/$$t.replay.log || \
+			{ tail -40 $(FUZZ_OUT)/$$t.replay.log; echo "FAIL fuzz replay $$t"; exit 1; }; \
+		echo "PASS fuzz replay $$t ($$(ls tests/fuzz/corpus/$$t | wc -l) inputs)"; \
+	done
+
+# The seeds of fuzz_symbolize are generated (and committed): memory images per version.
+gen-fuzz-seeds: $(LIB)
+	$(CC) $(CFLAGS) tests/fuzz/gen_symbolize_seeds.c $(LIB) $(LDLIBS) -o $(OUT)/gen_symbolize_seeds
+	$(OUT)/gen_symbolize_seeds tests/fuzz/corpus/fuzz_symbolize
+
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_OUT)/corpus/$$t; \
+		nice -n 19 $(FUZZ_OUT)/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ_OUT)/crash-$$t- \
+			$(FUZZ_OUT)/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
 
 demo: deps
 	$(MAKE) all
@@ -83,7 +146,7 @@ layouts:
 	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h
+	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
 
 clean:
-	rm -rf $(OUT)
+	rm -rf $(OUT) $(FUZZ_OUT) $(SAN_OUT)

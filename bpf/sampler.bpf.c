@@ -22,6 +22,10 @@ static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* Set only to test how a rejected program is reported (ASYNCBPF_TEST_REJECT_BPF): the
+ * verifier knows this frozen constant and checks the invalid access below only if set. */
+const volatile bool reject_for_test = false;
+
 struct scratch {
 	struct py_sample s;
 	struct pw_scratch pw;
@@ -399,6 +403,8 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	struct py_proc *p;
 	struct scratch *sc;
 
+	if (reject_for_test)
+		return *(volatile int *)(long)bpf_ktime_get_ns();
 	stat_inc(STAT_SAMPLES);
 	if (!pid)
 		return 0;

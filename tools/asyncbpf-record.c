@@ -15,6 +15,7 @@
 #include "atasks.h"
 #include "command.h"
 #include "discover.h"
+#include "outfile.h"
 #include "procfs.h"
 #include "record.h"
 #include "sampler.h"
@@ -41,8 +42,8 @@
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed|pprof|speedscope|html] [--stats]\n"
-	"                       [--no-origins] [-v]\n"
+	"                       [--format collapsed|pprof|speedscope|html] [--mode MODE]\n"
+	"                       [--stats] [--no-origins] [-v]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
@@ -54,6 +55,7 @@ static const char usage[] =
 	"  -o, --output FILE      write here instead of stdout\n"
 	"      --format FORMAT    collapsed, pprof, speedscope or html (default: from the -o\n"
 	"                         name: .pb.gz/.pprof, .json, .html; else collapsed)\n"
+	"      --mode MODE        permissions of the output file, octal (default 0600)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
@@ -72,6 +74,7 @@ struct opts {
 	double duration; /* 0: until a signal */
 	const char *output;
 	enum out_format format;
+	unsigned int mode; /* of the output file */
 	bool format_set;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
@@ -137,6 +140,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -147,6 +151,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->freq = 99;
 	o->origins = true;
 	o->format = OUT_COLLAPSED;
+	o->mode = OUTFILE_MODE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ap:F:d:o:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -197,6 +202,18 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'm': {
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 8);
+			if (*end || end == optarg || errno || v > 0777 || optarg[0] == '-') {
+				err("invalid mode '%s' (octal permissions, 0 to 0777)", optarg);
+				return -1;
+			}
+			o->mode = (unsigned int)v;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -396,36 +413,46 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
+static uint64_t lost_samples(struct app *a, struct sampler_stats *out);
+
 static void show_status(struct app *a, double elapsed)
 {
-	struct sampler_stats st;
-	uint64_t lost = 0;
-
-	if (!sampler_read_stats(a->sampler, &st))
-		lost = st.stat[STAT_LOST] + st.bad_records;
-	status_show(elapsed, profile_total(a->rec.prof), a->rec.ntargets, lost);
+	status_show(elapsed, profile_total(a->rec.prof), a->rec.ntargets, lost_samples(a, NULL));
 }
 
-static int write_output(struct app *a, uint64_t start_ns, double elapsed, char *why, size_t whylen)
+static int write_output(struct app *a, uint64_t start_ns, double elapsed, uint64_t lost, char *why,
+			size_t whylen)
 {
-	struct writer_meta meta = { .start_ns = start_ns, .duration_ns = elapsed * 1e9 };
-	struct sampler_stats st;
+	struct writer_meta meta = {
+		.start_ns = start_ns,
+		.duration_ns = elapsed * 1e9,
+		.has_lost = true,
+		.lost = lost,
+		.has_mode = true,
+		.mode = a->o->mode,
+	};
 
-	if (!sampler_read_stats(a->sampler, &st)) {
-		meta.has_lost = true;
-		meta.lost = st.stat[STAT_LOST] + st.bad_records;
-	}
 	return writer_write_meta(a->o->output, a->o->format, a->rec.prof, &meta, why, whylen);
 }
 
-static void print_stats(struct app *a, double elapsed)
+/* Samples taken in tracked processes that are not in the profile. */
+static uint64_t lost_samples(struct app *a, struct sampler_stats *out)
 {
 	struct sampler_stats st;
 
-	if (sampler_read_stats(a->sampler, &st)) {
-		err("cannot read statistics");
-		return;
-	}
+	if (sampler_read_stats(a->sampler, &st))
+		memset(&st, 0, sizeof(st));
+	if (out)
+		*out = st;
+	return st.stat[STAT_LOST] + st.bad_records + a->rec.nomem + a->rec.unknown_pid;
+}
+
+static void print_stats(struct app *a, double elapsed, const struct sampler_stats *stp,
+			uint64_t lost)
+{
+	const struct sampler_stats st = *stp;
+	size_t nstacks, nframes;
+
 	fprintf(stderr, "duration: %.1f s\n", elapsed);
 	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
 	fprintf(stderr, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
@@ -433,7 +460,14 @@ static void print_stats(struct app *a, double elapsed)
 	fprintf(stderr, "no thread state: %llu\n", (unsigned long long)st.stat[STAT_NO_TSTATE]);
 	fprintf(stderr, "truncated: %llu\n", (unsigned long long)st.stat[STAT_TRUNCATED]);
 	fprintf(stderr, "read errors: %llu\n", (unsigned long long)st.stat[STAT_READ_ERR]);
-	fprintf(stderr, "lost: %llu\n", (unsigned long long)(st.stat[STAT_LOST] + st.bad_records));
+	fprintf(stderr,
+		"lost: %llu (ring buffer full %llu, malformed %llu, out of memory %llu, untracked "
+		"process %llu)\n",
+		(unsigned long long)lost, (unsigned long long)st.stat[STAT_LOST],
+		(unsigned long long)st.bad_records, (unsigned long long)a->rec.nomem,
+		(unsigned long long)a->rec.unknown_pid);
+	fprintf(stderr, "unknown frames: %llu (code objects that could not be read)\n",
+		(unsigned long long)a->rec.unknown_frames);
 	fprintf(stderr, "thread-state lookups: %llu\n",
 		(unsigned long long)st.stat[STAT_TSTATE_LOOKUP]);
 	if (st.run_cnt)
@@ -450,6 +484,8 @@ static void print_stats(struct app *a, double elapsed)
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+	profile_size(a->rec.prof, &nstacks, &nframes);
+	fprintf(stderr, "distinct stacks: %zu (%zu distinct frames)\n", nstacks, nframes);
 }
 
 int main(int argc, char **argv)
@@ -463,13 +499,19 @@ int main(int argc, char **argv)
 	struct timespec wall;
 	uint64_t start_ns;
 	char why[512];
+	struct sampler_stats stats;
 	enum sampler_err se;
+	uint64_t lost;
 	int rc, exit_code = -1; /* the command's, when there is one */
 
 	o.cmd = command_split(&argc, argv);
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
 	if (sampler_check_env(why, sizeof(why))) {
+		err("%s", why);
+		return EXIT_ENV;
+	}
+	if (o.output && strcmp(o.output, "-") && outfile_check(o.output, why, sizeof(why))) {
 		err("%s", why);
 		return EXIT_ENV;
 	}
@@ -501,6 +543,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (o.npids) {
@@ -579,20 +622,23 @@ int main(int argc, char **argv)
 			show_status(&a, now_s() - start);
 		}
 	}
+	sampler_stop(a.sampler);
 	sampler_poll(a.sampler, 0);
 	status_clear();
 	if (a.cmd && !command_pythons(a.cmd))
 		err("warning: no Python process ran under '%s'", o.cmd[0]);
+	lost = lost_samples(&a, &stats);
 
 	if (a.unexamined)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
 		    a.unexamined > 1 ? "es" : "", a.first_unexamined,
 		    a.unexamined > 1 && !o.verbose ? "; -v lists them" : "");
-	rc = write_output(&a, start_ns, now_s() - start, why, sizeof(why));
+	profile_set_lost(a.rec.prof, lost);
+	rc = write_output(&a, start_ns, now_s() - start, lost, why, sizeof(why));
 	if (rc)
 		err("%s", why);
 	if (o.stats)
-		print_stats(&a, now_s() - start);
+		print_stats(&a, now_s() - start, &stats, lost);
 	if (a.cmd) {
 		int st = command_finish(a.cmd, stop ? CMD_GRACE : 0);
 

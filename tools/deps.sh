@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs from Debian's archive whatever the build and the tests need and is missing.
 set -e
-pkgs="make gcc clang libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-pytest python3-uvloop"
+pkgs="make gcc clang libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-pytest python3-uvloop"
 # the demo service (make demo) and its test
 pkgs="$pkgs python3-aiohttp python3-numpy"
 # pprof's reader (go tool pprof) and a headless browser for the output-format tests

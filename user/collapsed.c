@@ -22,5 +22,8 @@ int write_collapsed(FILE *f, struct profile *prof)
 		}
 		fprintf(f, " %llu\n", (unsigned long long)st[i].count);
 	}
+	/* a stack of its own, so that totals and flame graphs account for them */
+	if (profile_lost(prof))
+		fprintf(f, "%s %llu\n", COLLAPSED_LOST, (unsigned long long)profile_lost(prof));
 	return ferror(f) ? -1 : 0;
 }

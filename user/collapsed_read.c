@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "readers.h"
+#include "writers.h"
 
 #define MAX_FRAMES 65536
 
@@ -125,6 +126,13 @@ int collapsed_read(const char *buf, size_t len, struct profile *p, char *why, si
 				goto out;
 			}
 			sp = cnt;
+		}
+		/* the writer's count of samples lost, not a stack */
+		if ((size_t)(sp - line) == strlen(COLLAPSED_LOST) &&
+		    !memcmp(line, COLLAPSED_LOST, sp - line)) {
+			profile_set_lost(p, profile_lost(p) + count);
+			line = eol + 1;
+			continue;
 		}
 		for (f = line; f <= sp;) {
 			const char *semi = memchr(f, ';', sp - f);

@@ -23,6 +23,7 @@ struct profile {
 	struct stack_slot *stack_slots;
 	size_t stack_slots_cap;
 	uint64_t total;
+	uint64_t lost;
 	uint64_t period_ns;
 	int sorted;
 };
@@ -240,7 +241,8 @@ static int by_count(const void *a, const void *b)
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 {
 	if (!p->sorted) {
-		qsort(p->stacks, p->nstacks, sizeof(*p->stacks), by_count);
+		if (p->nstacks) /* stacks is NULL until the first */
+			qsort(p->stacks, p->nstacks, sizeof(*p->stacks), by_count);
 		p->sorted = 1;
 	}
 	*n = p->nstacks;
@@ -250,6 +252,22 @@ const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 uint64_t profile_total(const struct profile *p)
 {
 	return p->total;
+}
+
+void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes)
+{
+	*nstacks = p->nstacks;
+	*nframes = p->nframes;
+}
+
+void profile_set_lost(struct profile *p, uint64_t n)
+{
+	p->lost = n;
+}
+
+uint64_t profile_lost(const struct profile *p)
+{
+	return p->lost;
 }
 
 void profile_print_frame(FILE *f, const struct frame_sym *s)

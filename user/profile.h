@@ -53,6 +53,14 @@ int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t cou
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
 uint64_t profile_total(const struct profile *p);
 
+/* Distinct stacks and frames held, for --stats. */
+void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes);
+
+/* Samples taken but not in the profile (ring buffer full, malformed records, no memory):
+ * metadata every writer records. */
+void profile_set_lost(struct profile *p, uint64_t n);
+uint64_t profile_lost(const struct profile *p);
+
 /* Writes one frame as text ("qualname (file:line)", "python3.12 (pid 1)", ...). */
 void profile_print_frame(FILE *f, const struct frame_sym *s);
 

@@ -87,8 +87,10 @@ static uint32_t python_frame(struct record *r, struct target *tg, const struct f
 	const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
 	uint32_t id;
 
-	if (!c->valid)
+	if (!c->valid) {
+		r->unknown_frames++;
 		return special(r, "[unknown]");
+	}
 	id = profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
 			   py_code_line(c, tg->t.version, f->instr));
 	profile_set_start_line(r->prof, id, c->firstlineno);

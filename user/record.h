@@ -27,9 +27,10 @@ struct record {
 	struct tasknames *names;
 	struct target *targets;
 	size_t ntargets, cap;
-	uint64_t unknown_pid; /* samples of a pid no longer (or not yet) tracked */
-	uint64_t nomem;	      /* samples dropped for lack of memory */
-	uint64_t root_tasks;  /* distinct tasks seen at the root of a chain (unlinked) */
+	uint64_t unknown_pid;	 /* samples of a pid no longer (or not yet) tracked */
+	uint64_t nomem;		 /* samples dropped for lack of memory */
+	uint64_t unknown_frames; /* frames shown as [unknown] */
+	uint64_t root_tasks;	 /* distinct tasks seen at the root of a chain (unlinked) */
 };
 
 int record_init(struct record *r);

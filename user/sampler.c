@@ -37,21 +37,40 @@ struct sampler {
 	unsigned int freq;
 };
 
-/* The verifier log arrives line by line through libbpf's print callback; keep its tail so
- * a rejection can be shown with -v. */
-#define LOG_LINES 40
+/* libbpf hands over a rejected program's verifier log as one message: keep its last lines
+ * so that -v can show where the verifier stopped, rather than thousands of lines. */
+#define LOG_LINES     40
+#define VERIFIER_MARK "-- BEGIN PROG LOAD LOG --"
 static char log_tail[LOG_LINES][256];
 static int log_next;
 static bool log_verbose;
 
+static void keep_verifier_log(const char *msg)
+{
+	const char *p = strstr(msg, VERIFIER_MARK), *nl;
+
+	log_next = 0;
+	for (p += strlen(VERIFIER_MARK); *p; p = nl + 1) {
+		nl = strchrnul(p, '\n');
+		if (nl > p)
+			snprintf(log_tail[log_next++ % LOG_LINES], sizeof(log_tail[0]), "%.*s",
+				 (int)(nl - p), p);
+		if (!*nl)
+			break;
+	}
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char line[256];
+	char *msg;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
-	memcpy(log_tail[log_next++ % LOG_LINES], line, sizeof(line));
-	if (log_verbose && level != LIBBPF_DEBUG)
-		fputs(line, stderr);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	if (strstr(msg, VERIFIER_MARK))
+		keep_verifier_log(msg);
+	else if (log_verbose && level != LIBBPF_DEBUG)
+		fputs(msg, stderr);
+	free(msg);
 	return 0;
 }
 
@@ -59,25 +78,42 @@ static void print_log_tail(void)
 {
 	int start = log_next > LOG_LINES ? log_next - LOG_LINES : 0;
 
+	fprintf(stderr, "asyncbpf: verifier log, last %d lines:\n", log_next - start);
 	for (int i = start; i < log_next; i++)
-		fputs(log_tail[i % LOG_LINES], stderr);
+		fprintf(stderr, "  %s\n", log_tail[i % LOG_LINES]);
 }
 
-static bool has_caps(void)
+/* NULL when the effective capabilities allow BPF and perf events, else what is missing. */
+static const char *missing_caps(void)
 {
 	unsigned long long eff = 0;
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "r");
+	bool bpf, perfmon;
 
 	if (!f)
-		return geteuid() == 0;
+		return geteuid() == 0 ? NULL : "root";
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "CapEff: %llx", &eff) == 1)
 			break;
 	fclose(f);
 	if (eff & (1ULL << CAP_SYS_ADMIN_BIT))
-		return true;
-	return (eff & (1ULL << CAP_BPF_BIT)) && (eff & (1ULL << CAP_PERFMON_BIT));
+		return NULL;
+	bpf = eff & (1ULL << CAP_BPF_BIT);
+	perfmon = eff & (1ULL << CAP_PERFMON_BIT);
+	return bpf && perfmon	  ? NULL
+	       : !bpf && !perfmon ? "CAP_BPF and CAP_PERFMON"
+	       : !bpf		  ? "CAP_BPF"
+				  : "CAP_PERFMON";
+}
+
+/* The kernel's BTF, or the file ASYNCBPF_BTF names (for a kernel that does not expose
+ * its own: CO-RE relocations are then made against that file). */
+static const char *btf_path(void)
+{
+	const char *p = getenv("ASYNCBPF_BTF");
+
+	return p && *p ? p : "/sys/kernel/btf/vmlinux";
 }
 
 static int handle_record(void *ctx, void *data, size_t size)
@@ -184,15 +220,20 @@ static enum sampler_err attach_cpus(struct sampler *s, unsigned int freq, char *
 
 enum sampler_err sampler_check_env(char *err, size_t errlen)
 {
-	if (!has_caps()) {
-		snprintf(err, errlen, "must run as root (needs CAP_BPF and CAP_PERFMON)");
+	const char *caps = missing_caps();
+
+	if (caps) {
+		snprintf(err, errlen,
+			 "must run as root (missing %s; needs CAP_BPF and CAP_PERFMON, or "
+			 "CAP_SYS_ADMIN)",
+			 caps);
 		return SAMPLER_EPRIV;
 	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+	if (access(btf_path(), R_OK)) {
 		snprintf(err, errlen,
-			 "kernel has no BTF (/sys/kernel/btf/vmlinux: %s); asyncbpf needs a kernel "
-			 "built with CONFIG_DEBUG_INFO_BTF",
-			 strerror(errno));
+			 "kernel has no BTF (%s: %s); asyncbpf needs a kernel built with "
+			 "CONFIG_DEBUG_INFO_BTF, or ASYNCBPF_BTF naming a BTF file for it",
+			 btf_path(), strerror(errno));
 		return SAMPLER_EBTF;
 	}
 	return SAMPLER_OK;
@@ -201,6 +242,7 @@ enum sampler_err sampler_check_env(char *err, size_t errlen)
 enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
 			      size_t errlen)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts);
 	struct sampler *s;
 	enum sampler_err rc;
 	int ret;
@@ -220,12 +262,21 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	s->stats_fd = -1;
 	s->cb = o->cb;
 	s->ctx = o->ctx;
-	s->skel = sampler_bpf__open();
+	if (getenv("ASYNCBPF_BTF"))
+		open_opts.btf_custom_path = btf_path();
+	s->skel = sampler_bpf__open_opts(&open_opts);
 	if (!s->skel) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		rc = SAMPLER_ELOAD;
 		goto fail;
 	}
+	if (getenv("ASYNCBPF_TEST_REJECT_BPF"))
+		s->skel->rodata->reject_for_test = true;
+	/* a ring buffer too small for the load, to test that losses are accounted */
+	if (getenv("ASYNCBPF_TEST_RINGBUF_BYTES"))
+		bpf_map__set_max_entries(
+			s->skel->maps.events,
+			(__u32)strtoul(getenv("ASYNCBPF_TEST_RINGBUF_BYTES"), NULL, 0));
 	ret = sampler_bpf__load(s->skel);
 	if (ret) {
 		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),
@@ -258,6 +309,13 @@ fail:
 enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen)
 {
 	return attach_cpus(s, s->freq, err, errlen);
+}
+
+void sampler_stop(struct sampler *s)
+{
+	for (int i = 0; i < s->nlinks; i++)
+		bpf_link__destroy(s->links[i]);
+	s->nlinks = 0;
 }
 
 void sampler_close(struct sampler *s)
@@ -333,8 +391,8 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out,
-				    sizeof(*out), 0);
+	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out, sizeof(*out),
+				    0);
 }
 
 int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)

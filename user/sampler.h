@@ -41,6 +41,9 @@ enum sampler_err sampler_check_env(char *err, size_t errlen);
 enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
 			      size_t errlen);
 enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen);
+/* Detaches from the perf events: no sample is taken after this (pending ones can still be
+ * polled), so counts read afterwards match what was delivered. */
+void sampler_stop(struct sampler *s);
 void sampler_close(struct sampler *s);
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);

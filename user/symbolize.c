@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,21 +116,33 @@ static size_t max_sz(size_t a, size_t b)
 	return a > b ? a : b;
 }
 
+/* Is the code object at code still the one of fingerprint fp? A freed one keeps its
+ * fields until its memory is reused, while the objects they point to may be reused
+ * already (a new function's name in the old name's place): a live object has a
+ * plausible reference count (a freed block holds an allocator's pointer there). */
+static bool code_alive(const struct py_target *t, uint64_t code, uint32_t fp)
+{
+	struct pw_scratch scratch;
+	uint64_t refcnt;
+
+	if (t->proc.layout.object_type != 8 || mem_read(t->pid, code, &refcnt, 8) ||
+	    refcnt == 0 || refcnt > UINT32_MAX)
+		return false;
+	vmwalk_target(t->pid);
+	return pw_code_fp(&t->proc, code, &scratch) == fp;
+}
+
 static void code_read(struct py_code *c, const struct py_target *t, uint64_t code, uint32_t fp)
 {
 	const struct py_layout *l = &t->proc.layout;
-	struct pw_scratch scratch;
 	uint8_t buf[CODE_READ_MAX];
 	uint64_t name, file, table;
 	size_t need;
 	int32_t first;
 	int err;
 
-	if (fp == FP_INVALID)
-		return;
 	/* Same computation as the sampler's, PyCode_Type check included. */
-	vmwalk_target(t->pid);
-	if (pw_code_fp(&t->proc, code, &scratch) != fp)
+	if (fp == FP_INVALID || !code_alive(t, code, fp))
 		return;
 	need = max_sz(l->code_firstlineno + 4u, l->code_filename + 8u);
 	need = max_sz(need, l->code_name + 8u);
@@ -151,6 +164,11 @@ static void code_read(struct py_code *c, const struct py_target *t, uint64_t cod
 	/* A table too large to read costs the line, not the name. */
 	if (err && err != -E2BIG)
 		goto fail;
+	/* freed while it was read: what was read may belong to others */
+	if (!code_alive(t, code, fp)) {
+		free(c->linetable);
+		goto fail;
+	}
 	c->firstlineno = first;
 	c->valid = 1;
 	return;

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "hash.h"
+#include "memread.h"
 #include "objread.h"
+#include "pystr.h"
 #include "tasknames.h"
 
 struct name_ent {
@@ -105,6 +107,23 @@ static int long_name(const char *raw, char *buf, size_t len)
 	return 0;
 }
 
+/* Without an object model (3.14): a str or an int, told apart by exact type. */
+static void name_by_type(const struct py_target *t, uint64_t obj, char *buf, size_t len)
+{
+	uint64_t type;
+	char raw[24], *s;
+
+	if (mem_read(t->pid, obj + t->proc.layout.object_type, &type, sizeof(type)))
+		return;
+	if (type && type == t->proc.str_type && !py_str_read(t->pid, &t->proc.layout, obj, &s)) {
+		snprintf(buf, len, "%s", s);
+		free(s);
+	} else if (type && type == t->proc.long_type &&
+		   !mem_read(t->pid, obj + t->proc.layout.object_type + 8, raw, sizeof(raw))) {
+		long_name(raw, buf, len);
+	}
+}
+
 void task_name(const struct py_target *t, const struct task_rec *task, char *buf, size_t len)
 {
 	struct objread r;
@@ -118,8 +137,12 @@ void task_name(const struct py_target *t, const struct task_rec *task, char *buf
 	if (task->name_kind == NAME_LONG && !long_name(task->name, buf, len))
 		return;
 	snprintf(buf, len, "?");
-	if (!task->name_obj || objread_init(&r, t))
+	if (!task->name_obj)
 		return;
+	if (objread_init(&r, t)) {
+		name_by_type(t, task->name_obj, buf, len);
+		return;
+	}
 	if (!obj_str(&r, task->name_obj, &s)) {
 		snprintf(buf, len, "%s", s);
 		free(s);

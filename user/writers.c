@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "outfile.h"
 #include "writers.h"
 
 static const struct {
@@ -139,10 +140,8 @@ int writer_write(const char *path, enum out_format fmt, struct profile *prof, ch
 int writer_write_meta(const char *path, enum out_format fmt, struct profile *prof,
 		      const struct writer_meta *meta, char *why, size_t whylen)
 {
-	char tmp[4096];
+	struct outfile o;
 	struct stat st;
-	FILE *f;
-	int fd;
 
 	if (!path || !strcmp(path, "-")) {
 		if (write_format(stdout, fmt, prof, meta) || fflush(stdout)) {
@@ -153,39 +152,19 @@ int writer_write_meta(const char *path, enum out_format fmt, struct profile *pro
 	}
 	/* A device or FIFO (/dev/null, a pipe) is written in place: renaming over it would
 	 * replace the device node with a regular file. */
-	if (!stat(path, &st) && !S_ISREG(st.st_mode)) {
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
 		if (S_ISDIR(st.st_mode)) {
 			snprintf(why, whylen, "cannot write %s: %s", path, strerror(EISDIR));
 			return -1;
 		}
 		return write_stream(path, fmt, prof, meta, why, whylen);
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, getpid()) >= (int)sizeof(tmp)) {
-		snprintf(why, whylen, "output path too long");
+	if (outfile_open(&o, path, meta && meta->has_mode ? meta->mode : OUTFILE_MODE, why, whylen))
 		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		snprintf(why, whylen, "cannot create %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-		snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	if (write_format(f, fmt, prof, meta) || fflush(f) || fsync(fd)) {
-		snprintf(why, whylen, "cannot write %s: %s", tmp, strerror(errno));
-		fclose(f);
-		unlink(tmp);
-		return -1;
-	}
-	if (fclose(f) || rename(tmp, path)) {
+	if (write_format(o.f, fmt, prof, meta)) {
 		snprintf(why, whylen, "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
+		outfile_abort(&o);
 		return -1;
 	}
-	return 0;
+	return outfile_commit(&o, why, whylen);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "profile.h"
 
@@ -32,18 +33,24 @@ struct writer_meta {
 	/* The container a pid runs in ("" or NULL: none known); NULL: no container label. */
 	const char *(*container)(void *ctx, int pid);
 	void *container_ctx;
+	bool has_mode;
+	mode_t mode; /* of a new output file, when has_mode (else 0600) */
 };
 
-/* Writes prof to path (NULL or "-": stdout). A file is written under a temporary name
- * in the same directory, never through a symlink, mode 0600, and renamed into place
- * when complete. 0 on success, else -1 with a one-line reason in why. */
+/* Writes prof to path (NULL or "-": stdout). A new file is written with user/outfile.c:
+ * under a temporary name in the same directory, never through a symlink, with mode 0600
+ * (meta's mode if it has one), and renamed into place when complete; an existing device
+ * or FIFO is written in place. 0 on success, else -1 with a one-line reason in why. */
 int writer_write(const char *path, enum out_format fmt, struct profile *prof, char *why,
 		 size_t whylen);
 /* The same with what meta says (meta may be NULL). */
 int writer_write_meta(const char *path, enum out_format fmt, struct profile *prof,
 		      const struct writer_meta *meta, char *why, size_t whylen);
 
-/* Collapsed stacks: "frame;frame;...;frame COUNT" per line, root first. */
+/* Collapsed stacks: "frame;frame;...;frame COUNT" per line, root first; samples lost
+ * (profile_lost) end the file as one more line, "[lost samples] COUNT". */
+#define COLLAPSED_LOST "[lost samples]"
+
 int write_collapsed(FILE *f, struct profile *prof);
 /* pprof: gzip-compressed profile.proto. */
 int write_pprof(FILE *f, struct profile *prof, const struct writer_meta *meta);

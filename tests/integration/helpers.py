@@ -11,11 +11,20 @@ import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-RECORD = os.path.join(REPO, "build", "asyncbpf-record")
-TASKS = os.path.join(REPO, "build", "asyncbpf-tasks")
+# The build to test: build/, or another variant of it (make test-sanitize: build-san/).
+BUILD = os.path.join(REPO, os.environ.get("ASYNCBPF_BUILD") or "build")
+RECORD = os.path.join(BUILD, "asyncbpf-record")
+TASKS = os.path.join(BUILD, "asyncbpf-tasks")
+# Comma-separated interpreter ids or their prefixes ("pyenv-3.8,pyenv-3.13"): the tests
+# run only these; the others are reported as skipped.
+SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split(",") if s.strip()]
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
 SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
 PROG = "asyncbpf-record: "
+
+
+def selected(id):
+    return not SELECTED or any(id == s or id.startswith(s + ".") for s in SELECTED)
 
 
 class Interp:
@@ -23,6 +32,8 @@ class Interp:
         self.id = id
         self.path = path
         self.missing = missing  # reason to skip, or None
+        if not missing and not selected(id):
+            self.missing = "not selected by ASYNCBPF_INTERPRETERS=%s" % ",".join(SELECTED)
         self.version = None
         if path and not missing:
             try:
@@ -354,10 +365,19 @@ def show(samples, n=5, header="stacks"):
         header, len(samples), total(samples), len(top), "\n".join(lines))
 
 
+LOST = "[lost samples]"
+
+
 class Recording:
     def __init__(self, argv, rc, out, err, elapsed):
         self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
-        self.samples = [Sample(l) for l in out.splitlines() if l.strip()]
+        lines = [l for l in out.splitlines() if l.strip()]
+        # samples taken but not recorded: one last line "[lost samples] N", when any
+        lost = [l for l in lines if l.startswith(LOST + " ")]
+        assert len(lost) <= 1 and (not lost or lines[-1] == lost[0]), (
+            "[lost samples] must be one last line: %r" % lost)
+        self.lost = int(lost[0].split()[-1]) if lost else 0
+        self.samples = [Sample(l) for l in lines if not l.startswith(LOST + " ")]
 
     def err_lines(self):
         return [l for l in self.err.splitlines() if l.strip()]

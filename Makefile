@@ -12,7 +12,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser
-LDLIBS += -lbpf -lelf -lz
+LDLIBS += -lbpf -lelf -lz -lpthread
 BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -24,10 +24,11 @@ LIB := $(OUT)/libasyncbpf.a
 TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
 HEADERS := $(wildcard bpf/*.h user/*.h)
+PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
 
-all: $(TOOLS) $(UNIT_TESTS)
+all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
 deps:
 	@tools/deps.sh
@@ -51,6 +52,10 @@ $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
+
+# the memcpy reader's library, loaded into targets with LD_PRELOAD
+$(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
+	$(CC) $(CFLAGS) -fPIC -shared $< -ldl -o $@
 
 $(OUT):
 	mkdir -p $@
@@ -80,7 +85,7 @@ layouts:
 	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h
+	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h preload/*.c
 
 clean:
 	rm -rf $(OUT)

@@ -141,6 +141,7 @@ enum stat_idx {
 	STAT_TSTATE_LOOKUP, /* thread-state cache misses (list walks) */
 	STAT_TASK,	    /* samples in a task */
 	STAT_TASK_CREATED,  /* tasks created while recording (seen by the task_init probe) */
+	STAT_PY_NS,	    /* time spent on STAT_PYTHON runs, from the process lookup on */
 	STAT_MAX,
 };
 

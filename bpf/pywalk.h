@@ -36,8 +36,9 @@ struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
 	__u8 frame[2 * PW_READ_MAX];
 	__u8 code[2 * PW_READ_MAX];
-	/* generator (coroutine) frames of the last thread walk, innermost first: the
-	 * generator object and the index of its frame record */
+	/* generator (coroutine) frames of the last thread walk, the outermost
+	 * PW_MAX_GENS of ngens in a ring, innermost first: the generator object and the
+	 * index of its frame record */
 	__u64 gen[PW_MAX_GENS];
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
@@ -208,10 +209,11 @@ static long pw_walk_step(__u32 i, void *ctx)
 		   s->frame[PW_OFF(l->frame_owner)] == PW_OWNED_BY_GENERATOR) {
 		gen = cur - w->p->async.gen_frame;
 	}
+	/* the outermost PW_MAX_GENS are kept: a task's coroutine heads its chain */
 	g = s->ngens;
-	if (gen && g < PW_MAX_GENS) {
-		s->gen[g] = gen;
-		s->gen_idx[g] = n;
+	if (gen) {
+		s->gen[g & (PW_MAX_GENS - 1)] = gen;
+		s->gen_idx[g & (PW_MAX_GENS - 1)] = n;
 		s->ngens = g + 1;
 	}
 	w->out[n].code = code;
@@ -471,10 +473,11 @@ struct pw_running {
 static long pw_running_step(__u32 i, void *ctx)
 {
 	struct pw_running *f = ctx;
-	__u32 k = i & (PW_MAX_GENS - 1);
+	__u32 n = f->s->ngens, first = n > PW_MAX_GENS ? n - PW_MAX_GENS : 0;
+	__u32 k = (first + i) & (PW_MAX_GENS - 1);
 	__u64 t;
 
-	if (i >= f->s->ngens)
+	if (first + i >= n)
 		return 1;
 	t = pw_task_of(f->p, f->pid, f->s->gen[k], &f->serial);
 	if (!t)

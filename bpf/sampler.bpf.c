@@ -102,6 +102,14 @@ static __always_inline void stat_inc(__u32 idx)
 		(*v)++;
 }
 
+static __always_inline void stat_add(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += n;
+}
+
 static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __u64 thread_id)
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &key);
@@ -217,7 +225,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, zero = 0, flags;
-	__u64 size, wake;
+	__u64 size, wake, t0;
 	struct py_proc *p;
 	struct scratch *sc;
 
@@ -228,6 +236,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	if (!p)
 		return 0;
 	stat_inc(STAT_PYTHON);
+	t0 = bpf_ktime_get_ns();
 	sc = bpf_map_lookup_elem(&scratch, &zero);
 	if (!sc)
 		return 0;
@@ -257,5 +266,6 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 									     : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, &sc->s, size, wake))
 		stat_inc(STAT_LOST);
+	stat_add(STAT_PY_NS, bpf_ktime_get_ns() - t0);
 	return 0;
 }

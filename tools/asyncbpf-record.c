@@ -18,6 +18,7 @@
 #include "record.h"
 #include "sampler.h"
 #include "tracker.h"
+#include "ureader.h"
 #include "writers.h"
 
 #define EXIT_USAGE  1
@@ -34,6 +35,7 @@
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
 	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
+	"                       [--reader bpf|memcpy|vmreadv]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -47,6 +49,11 @@ static const char usage[] =
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
+	"      --reader READER    how stacks are read (needs -p unless bpf): bpf (default), in\n"
+	"                         the kernel on cpu-clock; memcpy, by the target itself on\n"
+	"                         SIGRTMIN+7 (started with LD_PRELOAD=libasyncbpf-memcpy.so);\n"
+	"                         vmreadv, by this process with process_vm_readv. The last two\n"
+	"                         sample running threads on a timer and do not watch creations\n"
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
 	"BPF rejected), 3 a -p process cannot be profiled.\n";
@@ -60,6 +67,7 @@ struct opts {
 	enum out_format format;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
+	enum reader_kind reader;
 };
 
 static volatile sig_atomic_t stop;
@@ -121,6 +129,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
+		{ "reader", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -180,6 +189,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'R':
+			if (reader_parse(optarg, &o->reader)) {
+				err("unknown reader '%s' (known: bpf, memcpy, vmreadv)", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -199,6 +214,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-a and -p exclude each other");
 		return -1;
 	}
+	if (o->reader != READER_BPF && !o->npids) {
+		err("--reader %s needs -p", reader_name(o->reader));
+		return -1;
+	}
 	return 0;
 }
 
@@ -206,6 +225,7 @@ struct app {
 	struct opts *o;
 	struct record rec;
 	struct sampler *sampler;
+	struct ureader *ureader; /* --reader memcpy or vmreadv, instead of sampler */
 	struct tracker *tracker;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
 	char first_unexamined[512];
@@ -260,7 +280,7 @@ static void refresh_tasks(struct app *a)
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
 			continue;
 		}
-		if (ret && !tg->origins && a->o->origins)
+		if (ret && !tg->origins && a->o->origins && a->sampler)
 			watch_creations(a, tg);
 		tg->next_refresh = now_s() + TASKS_INTERVAL;
 	}
@@ -280,7 +300,15 @@ static void track(struct app *a, const struct py_target *t)
 		err("pid %d: out of memory", t->pid);
 		return;
 	}
-	if (sampler_add_proc(a->sampler, t->pid, &t->proc)) {
+	if (a->ureader) {
+		char why[512];
+
+		if (ureader_add_proc(a->ureader, t, why, sizeof(why))) {
+			err("%s", why);
+			record_del_target(&a->rec, t->pid);
+			return;
+		}
+	} else if (sampler_add_proc(a->sampler, t->pid, &t->proc)) {
 		err("pid %d: cannot add it to the BPF map", t->pid);
 		record_del_target(&a->rec, t->pid);
 		return;
@@ -323,7 +351,10 @@ static void reap(struct app *a, bool explicit_pids)
 		}
 		if (explicit_pids)
 			err("pid %d exited during the recording", pid);
-		sampler_del_proc(a->sampler, pid);
+		if (a->ureader)
+			ureader_del_proc(a->ureader, pid);
+		else
+			sampler_del_proc(a->sampler, pid);
 		tracker_forget(a->tracker, pid);
 		record_del_target(&a->rec, pid);
 	}
@@ -352,10 +383,41 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
+static void print_ustats(struct app *a, double elapsed)
+{
+	struct ureader_stats st;
+
+	ureader_read_stats(a->ureader, &st);
+	fprintf(stderr, "reader: %s\n", reader_name(a->o->reader));
+	fprintf(stderr, "duration: %.1f s\n", elapsed);
+	fprintf(stderr, "timer ticks: %llu (missed %llu)\n", (unsigned long long)st.ticks,
+		(unsigned long long)st.missed_ticks);
+	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.samples);
+	fprintf(stderr, "recorded samples: %llu\n", (unsigned long long)profile_total(a->rec.prof));
+	fprintf(stderr, "no thread state: %llu\n", (unsigned long long)st.no_tstate);
+	fprintf(stderr, "truncated: %llu\n", (unsigned long long)st.truncated);
+	fprintf(stderr, "read errors: %llu\n", (unsigned long long)st.read_err);
+	fprintf(stderr, "lost: %llu\n", (unsigned long long)st.lost);
+	if (st.read_cnt)
+		fprintf(stderr, "%s per sample: %llu ns (%llu runs)\n",
+			a->o->reader == READER_MEMCPY ? "handler time" : "walk time",
+			(unsigned long long)(st.read_ns / st.read_cnt),
+			(unsigned long long)st.read_cnt);
+	if (a->o->reader == READER_MEMCPY)
+		fprintf(stderr, "faults caught: %llu\nhandler runs unattached: %llu\n",
+			(unsigned long long)st.faults, (unsigned long long)st.idle);
+	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
+	fprintf(stderr, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
+	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
+	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+}
+
 static void print_stats(struct app *a, double elapsed)
 {
 	struct sampler_stats st;
 
+	if (a->ureader)
+		return print_ustats(a, elapsed);
 	if (sampler_read_stats(a->sampler, &st)) {
 		err("cannot read statistics");
 		return;
@@ -376,6 +438,9 @@ static void print_stats(struct app *a, double elapsed)
 			(unsigned long long)st.run_cnt);
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
+	if (st.stat[STAT_PYTHON])
+		fprintf(stderr, "walk time per python sample: %llu ns\n",
+			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(stderr,
@@ -400,7 +465,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
-	if (sampler_check_env(why, sizeof(why))) {
+	if (o.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
 		err("%s", why);
 		return EXIT_ENV;
 	}
@@ -416,14 +481,22 @@ int main(int argc, char **argv)
 	so.verbose = o.verbose;
 	so.cb = on_sample;
 	so.ctx = &a;
-	se = sampler_open(&a.sampler, &so, why, sizeof(why));
-	if (se) {
-		err("%s", why);
-		record_fini(&a.rec);
-		return EXIT_ENV;
-	}
+	if (o.reader != READER_BPF) {
+		struct ureader_opts uo = {
+			.kind = o.reader, .freq = o.freq, .cb = on_sample, .ctx = &a
+		};
 
-	a.tracker = tracker_new(a.sampler);
+		a.ureader = ureader_new(&uo);
+		a.tracker = a.ureader ? tracker_new_ops(&ureader_taskmaps_ops, a.ureader) : NULL;
+	} else {
+		se = sampler_open(&a.sampler, &so, why, sizeof(why));
+		if (se) {
+			err("%s", why);
+			record_fini(&a.rec);
+			return EXIT_ENV;
+		}
+		a.tracker = tracker_new(a.sampler);
+	}
 	if (!a.tracker) {
 		err("out of memory");
 		rc = EXIT_ENV;
@@ -436,6 +509,12 @@ int main(int argc, char **argv)
 	if (o.npids) {
 		for (int i = 0; i < o.npids; i++)
 			track(&a, &targets[i]);
+		if (a.ureader && !a.rec.ntargets) {
+			ureader_free(a.ureader);
+			tracker_free(a.tracker);
+			record_fini(&a.rec);
+			return EXIT_TARGET;
+		}
 	} else {
 		disc = discover_new(getpid());
 		if (!disc || discover_scan(disc, on_found, &a)) {
@@ -447,7 +526,7 @@ int main(int argc, char **argv)
 
 	/* tasks already running are known before the first sample */
 	refresh_tasks(&a);
-	se = sampler_start(a.sampler, why, sizeof(why));
+	se = a.sampler ? sampler_start(a.sampler, why, sizeof(why)) : SAMPLER_OK;
 	if (se) {
 		err("%s", why);
 		rc = EXIT_ENV;
@@ -464,14 +543,16 @@ int main(int argc, char **argv)
 		if (o.duration && (o.duration - (t - start)) * 1000 < wait_ms)
 			wait_ms = (int)((o.duration - (t - start)) * 1000) + 1;
 		refresh_tasks(&a);
-		rc = sampler_poll(a.sampler, wait_ms);
+		rc = a.ureader ? ureader_poll(a.ureader, wait_ms)
+			       : sampler_poll(a.sampler, wait_ms);
 		if (rc) {
 			err("reading samples: %s", strerror(-rc));
 			break;
 		}
 		if (now_s() >= next_scan) {
 			next_scan = now_s() + SCAN_INTERVAL_MS / 1000.0;
-			sampler_poll(a.sampler, 0);
+			if (a.sampler)
+				sampler_poll(a.sampler, 0);
 			reap(&a, o.npids > 0);
 			if (disc)
 				discover_scan(disc, on_found, &a);
@@ -481,7 +562,12 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	sampler_poll(a.sampler, 0);
+	if (a.sampler)
+		sampler_poll(a.sampler, 0);
+	else {
+		ureader_stop(a.ureader);
+		ureader_poll(a.ureader, 20); /* signals sent before the stop */
+	}
 
 	if (a.unexamined)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,
@@ -496,6 +582,7 @@ out:
 	discover_free(disc);
 	tracker_free(a.tracker);
 	sampler_close(a.sampler);
+	ureader_free(a.ureader);
 	record_fini(&a.rec);
 	return rc ? EXIT_ENV : 0;
 }

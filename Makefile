@@ -12,7 +12,7 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser
-LDLIBS += -lbpf -lelf -lz -lpthread
+LDLIBS += -lbpf -lelf -lz -lpthread -lm
 BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)

@@ -155,6 +155,53 @@ static struct utarget *find(struct ureader *u, pid_t pid)
 	return NULL;
 }
 
+/* Does pid map this very file (the library's memory, not a stale file of an earlier
+ * process with the same pid)? A process without the library's handler would be killed
+ * by the profiling signal. */
+static int maps_file(pid_t pid, const char *path)
+{
+	char mpath[64], line[4096];
+	size_t plen = strlen(path);
+	int found = 0;
+	FILE *f;
+
+	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
+	f = fopen(mpath, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		size_t l = strlen(line);
+
+		if (l > plen && line[l - 1] == '\n' && !strncmp(line + l - 1 - plen, path, plen) &&
+		    line[l - 2 - plen] == ' ')
+			found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Removes the memory files of processes that are gone (killed before their exit). */
+static void remove_stale(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *de;
+	int pid;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[300], proc[64];
+
+		if (sscanf(de->d_name, "asyncbpf-memcpy.%d", &pid) != 1 || pid <= 0)
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/%d", pid);
+		snprintf(path, sizeof(path), "/dev/shm/%s", de->d_name);
+		if (access(proc, F_OK) && errno == ENOENT)
+			unlink(path);
+	}
+	closedir(d);
+}
+
 static int open_shm(struct utarget *t, char *why, size_t len)
 {
 	char path[64];
@@ -162,8 +209,14 @@ static int open_shm(struct utarget *t, char *why, size_t len)
 	struct mc_shm *m;
 	int fd;
 
+	remove_stale();
 	snprintf(path, sizeof(path), MC_PATH, t->pid);
 	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && !maps_file(t->pid, path)) {
+		close(fd);
+		fd = -1;
+		errno = ENOENT;
+	}
 	if (fd < 0) {
 		snprintf(why, len,
 			 "pid %d: no memcpy reader in it (%s: %s); start it with "

@@ -27,7 +27,7 @@
 #define NFREQS	    2
 #define NCONFIGS    (1 + NREADERS * NFREQS)
 #define MAX_DEPTHS  8
-#define SETTLE_S    0.8 /* after the recorder starts, before the work does */
+#define SETTLE_S    0.5 /* after the recorder is ready, before the work starts */
 #define RUN_TIMEOUT 120
 
 static const char *const readers[NREADERS] = { "bpf", "memcpy", "vmreadv" };
@@ -163,12 +163,12 @@ static void normalize(char *stack)
 		p = strchr(p + 1, ';');
 	memmove(stack, p ? p + 1 : stack, strlen(p ? p + 1 : stack) + 1);
 	for (r = w = stack; *r;) {
-		if (!strncmp(r, "<task Task-", 11)) {
-			memcpy(w, "<task Task-N", 12);
-			w += 12;
-			r += 11;
+		if (!strncmp(r, "<task Task-", 11) && r[11] >= '0' && r[11] <= '9') {
+			r += 11; /* past the digits before writing over them */
 			while (*r >= '0' && *r <= '9')
 				r++;
+			memcpy(w, "<task Task-N", 12);
+			w += 12;
 			continue;
 		}
 		*w++ = *r++;
@@ -287,6 +287,32 @@ static pid_t spawn(char *const argv[], const char *preload, int in_fd, int out_f
 	_exit(127);
 }
 
+/* The recorder handles SIGINT once its reader is loaded (for bpf, once the kernel has
+ * accepted the program): then it is about to sample. */
+static int wait_ready(pid_t rec)
+{
+	char path[64], buf[4096], *p;
+	double end = now_s() + 60;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", rec);
+	while (now_s() < end) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = 0;
+		p = strstr(buf, "SigCgt:");
+		if (!p)
+			break; /* exited */
+		if (strtoull(p + 7, NULL, 16) & (1ULL << (SIGINT - 1)))
+			return 0;
+		sleep_s(0.02);
+	}
+	fprintf(stderr, "asyncbpf-bench: asyncbpf-record did not start\n");
+	return -1;
+}
+
 /* One run of the workload under reader r (-1: none) at freq; depth 0: the mixed one. */
 static struct run run_one(const struct opts *o, const char *tmp, int r, unsigned int freq,
 			  int requests, int work, int depth, struct config *c, int half)
@@ -314,17 +340,11 @@ static struct run run_one(const struct opts *o, const char *tmp, int r, unsigned
 		goto reap;
 	}
 	if (r >= 0) {
-		char *rargv[] = { (char *)o->record,
-				  "--reader",
-				  (char *)readers[r],
-				  "-p",
-				  pidarg,
-				  "-F",
-				  fq,
-				  "--stats",
-				  "-o",
-				  outp,
-				  NULL };
+		char *rargv[] = { (char *)o->record, "--reader", (char *)readers[r], "-p", pidarg,
+				  "-F", fq, "--stats",
+				  /* the creation probe is BPF's alone: all readers get the
+				   * same task maps, from snapshots */
+				  "--no-origins", "-o", outp, NULL };
 
 		snprintf(pidarg, sizeof(pidarg), "%d", target);
 		snprintf(fq, sizeof(fq), "%u", freq);
@@ -333,6 +353,8 @@ static struct run run_one(const struct opts *o, const char *tmp, int r, unsigned
 		unlink(outp);
 		efd = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		rec = spawn(rargv, NULL, -1, -1, efd);
+		if (wait_ready(rec))
+			goto reap;
 		sleep_s(SETTLE_S);
 	}
 	if (write(in[1], "\n", 1) != 1 || read_line(out[0], line, sizeof(line), RUN_TIMEOUT)) {
@@ -366,8 +388,10 @@ reap:
 			res.prof_cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
 			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
 				fprintf(stderr,
-					"asyncbpf-bench: asyncbpf-record --reader %s failed:\n",
-					readers[r]);
+					"asyncbpf-bench: asyncbpf-record --reader %s failed (%s "
+					"%d):\n",
+					readers[r], WIFEXITED(st) ? "exit" : "signal",
+					WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 				text = slurp(errp);
 				fputs(text, stderr);
 				free(text);
@@ -462,12 +486,14 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	if (!md || !csv)
 		die("cannot write into %s: %s", o->out, strerror(errno));
 	fprintf(csv, "config,reader,freq,runs,wall_med,wall_min,wall_max,slowdown_wall,cpu_med,"
-		     "slowdown_cpu,cost_ns_med,cost_ns_min,cost_ns_max,profiler_cpu_s,taken,"
+		     "slowdown_cpu,cost_ns_med,cost_ns_min,cost_ns_max,target_cpu_ns_per_sample,"
+		     "profiler_cpu_s,taken,"
 		     "recorded,lost,overlap_bpf,overlap_self\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
-		    "cost/sample µs (min-max) | profiler CPU s | samples taken | recorded | lost | "
+		    "cost/sample µs (min-max) | target CPU µs per sample | profiler CPU s | "
+		    "samples taken | recorded | lost | "
 		    "overlap with bpf (stacks / leaves) | overlap self (stacks) |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < NCONFIGS; i++) {
 		struct config *c = &cfg[i];
 		struct summary w = SUMMARIZE(c, wall), cp = SUMMARIZE(c, cpu),
@@ -476,27 +502,33 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		double ov = b ? overlap(&c->prof, &b->prof) : NAN,
 		       ovl = b ? overlap(&c->leaf, &b->leaf) : NAN,
 		       self = overlap(&c->half[0], &c->half[1]);
+		/* the target's extra CPU time per sample: the whole cost a sample puts on it,
+		 * signal delivery and kernel entries included (µs) */
+		double tcpu = c->reader < 0 ? NAN
+					    : (cp.med - bc.med) /
+						      mean_of(c, offsetof(struct run, taken)) * 1e6;
 
 		cname(c, name, sizeof(name));
 		fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) | %.3f | %.3f | %.3f |", name, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med);
 		if (c->reader < 0)
-			fprintf(md, " - | - | - | - | - | - | - |\n");
+			fprintf(md, " - | - | - | - | - | - | - | - |\n");
 		else
 			fprintf(md,
-				" %.1f (%.1f-%.1f) | %.3f | %.0f | %.0f | %.0f | %s%.3f / %.3f | "
+				" %.1f (%.1f-%.1f) | %.1f | %.3f | %.0f | %.0f | %.0f | %s%.3f / "
+				"%.3f | "
 				"%.3f |\n",
-				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, pc.med,
+				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, tcpu, pc.med,
 				mean_of(c, offsetof(struct run, taken)),
 				mean_of(c, offsetof(struct run, recorded)),
 				mean_of(c, offsetof(struct run, lost)), b ? "" : "(is bpf) ",
 				b ? ov : 1.0, b ? ovl : 1.0, self);
 		fprintf(csv,
-			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.4f,%.0f,%.0f,"
-			"%.0f,%.4f,%.4f\n",
+			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
+			"%.0f,%.0f,%.4f,%.4f\n",
 			name, c->reader < 0 ? "none" : readers[c->reader], c->freq, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min,
-			cost.max, pc.med, mean_of(c, offsetof(struct run, taken)),
+			cost.max, tcpu * 1e3, pc.med, mean_of(c, offsetof(struct run, taken)),
 			mean_of(c, offsetof(struct run, recorded)),
 			mean_of(c, offsetof(struct run, lost)), ov, self);
 	}

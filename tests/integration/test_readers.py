@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, REPO, WORKLOADS
+from helpers import (INTERPRETERS_AVAILABLE, REPO, WORKLOADS, assert_one_error_line,
+                     run_tool)
 
 BUILD = os.path.join(REPO, "build")
 PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
@@ -259,6 +260,32 @@ def test_bench_quick(built, tmp, churn):
     with open(os.path.join(out, "depth.svg")) as f:
         assert "<polyline" in f.read()
     assert "| none |" in r.stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--reader", "nope", "-p", "1"], ["unknown reader", "nope"]),
+    (["--reader", "memcpy", "-a"], ["needs -p"]),
+    (["--reader", "vmreadv"], ["needs -p"]),
+], ids=["unknown", "memcpy-all", "vmreadv-no-pid"])
+def test_reader_usage(record_bin, args, words):
+    assert_one_error_line(run_tool(record_bin, *args), 1, *words)
+
+
+def test_memcpy_without_library(built):
+    """A target that did not load the library is refused (a profiling signal would kill
+    it), in one line, exit 3."""
+    py = pick()
+    p = subprocess.Popen([py.path, "-c", "import time; print('READY', flush=True); "
+                          "time.sleep(60)"], stdout=subprocess.PIPE,
+                         env=dict(os.environ, LD_PRELOAD=""))
+    try:
+        assert p.stdout.readline().strip() == b"READY"
+        r = run_tool(built, "--reader", "memcpy", "-p", p.pid, "-d", "1")
+        assert_one_error_line(r, 3, str(p.pid), "LD_PRELOAD")
+        assert p.poll() is None, "the target was killed"
+    finally:
+        p.kill()
+        p.wait()
 
 
 def test_memcpy_churn_survives(churn):

@@ -62,6 +62,14 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* STAT_PY_NS per sample, by cost_bucket() */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COST_BUCKETS);
+	__type(key, __u32);
+	__type(value, __u64);
+} cost_hist SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RB_BYTES);
@@ -97,6 +105,14 @@ struct {
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline void hist_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&cost_hist, &idx);
 
 	if (v)
 		(*v)++;
@@ -266,6 +282,8 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 									     : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, &sc->s, size, wake))
 		stat_inc(STAT_LOST);
-	stat_add(STAT_PY_NS, bpf_ktime_get_ns() - t0);
+	t0 = bpf_ktime_get_ns() - t0;
+	stat_add(STAT_PY_NS, t0);
+	hist_inc(cost_bucket(t0));
 	return 0;
 }

@@ -156,7 +156,9 @@ static void on_profile(int sig, siginfo_t *si, void *uc)
 		s->hdr.running_idx = RUNNING_NONE;
 	}
 	__atomic_store_n(&slot->ready, head + 1, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&shm->handler_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	t0 = now_ns() - t0;
+	__atomic_fetch_add(&shm->handler_ns, t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shm->cost_hist[cost_bucket(t0)], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&shm->handled, 1, __ATOMIC_RELAXED);
 out:
 	errno = saved_errno;

@@ -65,7 +65,8 @@ struct profile {
 struct run {
 	double wall, cpu; /* target: work's wall and CPU seconds */
 	double prof_cpu;  /* profiler's CPU seconds */
-	double cost_ns;	  /* read cost per sample */
+	double cost_ns;	  /* read cost per sample: the median of the run's samples */
+	double mean_ns;	  /* and their mean */
 	double taken, recorded, lost;
 	int ok;
 };
@@ -321,7 +322,9 @@ static struct run run_one(const struct opts *o, const char *tmp, int r, unsigned
 	char line[512];
 	char *targv[] = { (char *)o->python, (char *)o->script, req, wk, dp, NULL };
 	int in[2], out[2];
-	struct run res = { .wall = NAN, .cpu = NAN, .prof_cpu = NAN, .cost_ns = NAN };
+	struct run res = {
+		.wall = NAN, .cpu = NAN, .prof_cpu = NAN, .cost_ns = NAN, .mean_ns = NAN
+	};
 	struct rusage ru;
 	pid_t target, rec = 0;
 	int st, efd = -1;
@@ -407,7 +410,8 @@ reap:
 		res.taken = stat_of(text, r == 0 ? "python samples" : "samples");
 		res.recorded = stat_of(text, "recorded samples");
 		res.lost = stat_of(text, "lost");
-		res.cost_ns = stat_of(text, r == 0   ? "walk time per python sample"
+		res.cost_ns = stat_of(text, "median read time per sample");
+		res.mean_ns = stat_of(text, r == 0   ? "walk time per python sample"
 					    : r == 1 ? "handler time per sample"
 						     : "walk time per sample");
 		free(text);
@@ -490,14 +494,16 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		     "profiler_cpu_s,taken,"
 		     "recorded,lost,overlap_bpf,overlap_self\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
-		    "cost/sample µs (min-max) | target CPU µs per sample | profiler CPU s | "
+		    "cost/sample µs, median (min-max) | mean | target CPU µs per sample | "
+		    "profiler CPU s | "
 		    "samples taken | recorded | lost | "
 		    "overlap with bpf (stacks / leaves) | overlap self (stacks) |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < NCONFIGS; i++) {
 		struct config *c = &cfg[i];
 		struct summary w = SUMMARIZE(c, wall), cp = SUMMARIZE(c, cpu),
-			       cost = SUMMARIZE(c, cost_ns), pc = SUMMARIZE(c, prof_cpu);
+			       cost = SUMMARIZE(c, cost_ns), pc = SUMMARIZE(c, prof_cpu),
+			       mean = SUMMARIZE(c, mean_ns);
 		const struct config *b = c->reader > 0 ? &cfg[1 + (c->freq == freqs[1])] : NULL;
 		double ov = b ? overlap(&c->prof, &b->prof) : NAN,
 		       ovl = b ? overlap(&c->leaf, &b->leaf) : NAN,
@@ -512,14 +518,14 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) | %.3f | %.3f | %.3f |", name, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med);
 		if (c->reader < 0)
-			fprintf(md, " - | - | - | - | - | - | - | - |\n");
+			fprintf(md, " - | - | - | - | - | - | - | - | - |\n");
 		else
 			fprintf(md,
-				" %.1f (%.1f-%.1f) | %.1f | %.3f | %.0f | %.0f | %.0f | %s%.3f / "
-				"%.3f | "
-				"%.3f |\n",
-				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, tcpu, pc.med,
-				mean_of(c, offsetof(struct run, taken)),
+				" %.1f (%.1f-%.1f) | %.1f | %.1f | %.3f | %.0f | %.0f | %.0f | "
+				"%s%.3f / "
+				"%.3f | %.3f |\n",
+				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, mean.med / 1e3,
+				tcpu, pc.med, mean_of(c, offsetof(struct run, taken)),
 				mean_of(c, offsetof(struct run, recorded)),
 				mean_of(c, offsetof(struct run, lost)), b ? "" : "(is bpf) ",
 				b ? ov : 1.0, b ? ovl : 1.0, self);

@@ -383,6 +383,28 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
+/* The median of a cost_bucket() histogram: the middle of its bucket, in ns. */
+static double hist_median(const uint64_t *h)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (int k = 0; k < COST_BUCKETS; k++)
+		n += h[k];
+	for (int k = 0; n && k < COST_BUCKETS; k++) {
+		seen += h[k];
+		if (seen * 2 >= n) {
+			double lo, hi;
+
+			if (k < 8)
+				return k;
+			lo = (double)((4 + k % 4) << 0) * (double)(1ULL << (k / 4 - 2));
+			hi = lo + (double)(1ULL << (k / 4 - 2));
+			return (lo + hi) / 2;
+		}
+	}
+	return 0;
+}
+
 static void print_ustats(struct app *a, double elapsed)
 {
 	struct ureader_stats st;
@@ -403,6 +425,9 @@ static void print_ustats(struct app *a, double elapsed)
 			a->o->reader == READER_MEMCPY ? "handler time" : "walk time",
 			(unsigned long long)(st.read_ns / st.read_cnt),
 			(unsigned long long)st.read_cnt);
+	if (st.read_cnt)
+		fprintf(stderr, "median read time per sample: %.0f ns\n",
+			hist_median(st.cost_hist));
 	if (a->o->reader == READER_MEMCPY)
 		fprintf(stderr, "faults caught: %llu\nhandler runs unattached: %llu\n",
 			(unsigned long long)st.faults, (unsigned long long)st.idle);
@@ -438,9 +463,12 @@ static void print_stats(struct app *a, double elapsed)
 			(unsigned long long)st.run_cnt);
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
-	if (st.stat[STAT_PYTHON])
+	if (st.stat[STAT_PYTHON]) {
 		fprintf(stderr, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
+		fprintf(stderr, "median read time per sample: %.0f ns\n",
+			hist_median(st.cost_hist));
+	}
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(stderr,

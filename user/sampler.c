@@ -333,8 +333,8 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out,
-				    sizeof(*out), 0);
+	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out, sizeof(*out),
+				    0);
 }
 
 int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)
@@ -420,6 +420,13 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 			continue;
 		for (int c = 0; c < ncpus; c++)
 			st->stat[k] += vals[c];
+	}
+	for (__u32 k = 0; k < COST_BUCKETS; k++) {
+		if (bpf_map__lookup_elem(s->skel->maps.cost_hist, &k, sizeof(k), vals,
+					 ncpus * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			st->cost_hist[k] += vals[c];
 	}
 	free(vals);
 	if (s->stats_fd >= 0 &&

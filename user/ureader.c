@@ -431,7 +431,7 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 	uint64_t head = u->head;
 	struct py_sample *s = &u->ring[head % MC_SLOTS];
 	const struct py_proc *p = &t->proc;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), dt;
 	__u64 ts = th->ts, native = p->layout.tstate_native_id ? (__u64)th->tid : 0;
 
 	if (!th->thread_id && now >= t->next_idmap) {
@@ -456,8 +456,10 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 	if (!pw_walk_thread(p, ts, s, &u->pw) && ts && !(s->hdr.flags & SAMPLE_READ_ERR))
 		th->ts = 0;
 	pw_walk_tasks(p, t->pid, s, &u->pw);
-	u->st.read_ns += now_ns() - t0;
+	dt = now_ns() - t0;
+	u->st.read_ns += dt;
 	u->st.read_cnt++;
+	u->st.cost_hist[cost_bucket(dt)]++;
 	s->hdr.time_ns = t0;
 	s->hdr.pid = t->pid;
 	s->hdr.tid = th->tid;
@@ -594,6 +596,8 @@ void ureader_read_stats(struct ureader *u, struct ureader_stats *st)
 		st->lost += __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
 		st->faults += __atomic_load_n(&m->faults, __ATOMIC_RELAXED);
 		st->idle += __atomic_load_n(&m->idle, __ATOMIC_RELAXED);
+		for (int k = 0; k < COST_BUCKETS; k++)
+			st->cost_hist[k] += __atomic_load_n(&m->cost_hist[k], __ATOMIC_RELAXED);
 	}
 }
 

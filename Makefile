@@ -15,7 +15,7 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser
 # Extra compiler flags of a variant build (sanitizers; see test-sanitize and fuzz)
 SANFLAGS ?=
 CFLAGS += $(SANFLAGS)
-LDLIBS += -lbpf -lelf -lz
+LDLIBS += -lbpf -lelf -lz -lpthread -lm
 BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -27,11 +27,12 @@ LIB := $(OUT)/libasyncbpf.a
 TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
 HEADERS := $(wildcard bpf/*.h user/*.h)
+PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak
 
-all: $(TOOLS) $(UNIT_TESTS)
+all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
 deps:
 	@tools/deps.sh
@@ -58,6 +59,10 @@ $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
+
+# the memcpy reader's library, loaded into targets with LD_PRELOAD
+$(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
+	$(CC) $(CFLAGS) -fPIC -shared $< -ldl -o $@
 
 $(OUT):
 	mkdir -p $@
@@ -146,7 +151,7 @@ layouts:
 	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c
+	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c preload/*.c
 
 clean:
 	rm -rf $(OUT) $(FUZZ_OUT) $(SAN_OUT)

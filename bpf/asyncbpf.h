@@ -141,7 +141,45 @@ enum stat_idx {
 	STAT_TSTATE_LOOKUP, /* thread-state cache misses (list walks) */
 	STAT_TASK,	    /* samples in a task */
 	STAT_TASK_CREATED,  /* tasks created while recording (seen by the task_init probe) */
+	STAT_PY_NS,	    /* time spent on STAT_PYTHON runs, from the process lookup on */
 	STAT_MAX,
 };
+
+/* Histogram of the time per sample, in quarter-octave buckets: robust medians on a
+ * machine where a timed section can be preempted. */
+#define COST_BUCKETS 128
+
+static inline __u32 cost_bucket(__u64 ns)
+{
+	__u64 v = ns;
+	__u32 msb = 0, idx;
+
+	if (v >> 32) {
+		msb += 32;
+		v >>= 32;
+	}
+	if (v >> 16) {
+		msb += 16;
+		v >>= 16;
+	}
+	if (v >> 8) {
+		msb += 8;
+		v >>= 8;
+	}
+	if (v >> 4) {
+		msb += 4;
+		v >>= 4;
+	}
+	if (v >> 2) {
+		msb += 2;
+		v >>= 2;
+	}
+	if (v >> 1)
+		msb += 1;
+	if (msb < 2)
+		return (__u32)ns;
+	idx = msb * 4 + ((ns >> (msb - 2)) & 3);
+	return idx < COST_BUCKETS ? idx : COST_BUCKETS - 1;
+}
 
 #endif

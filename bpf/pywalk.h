@@ -7,6 +7,11 @@
  *   PW_LOAD(type, buf, off)                                 load a type at buf + off
  *   PW_LOOP(max, fn, ctx)     call long fn(__u32 i, void *ctx) up to max times, until
  *                             it returns nonzero (bpf_loop in BPF, a for loop elsewhere)
+ * and the asyncio lookups the task walk needs (BPF maps, or user/taskmaps.h tables):
+ *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
+ *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
+ *   static const struct task_link *pw_task_link(__u32 pid, __u64 task);  NULL: none
+ * A returned pointer stays valid until the next lookup of the same kind.
  */
 #ifndef ASYNCBPF_PYWALK_H
 #define ASYNCBPF_PYWALK_H
@@ -31,8 +36,9 @@ struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
 	__u8 frame[2 * PW_READ_MAX];
 	__u8 code[2 * PW_READ_MAX];
-	/* generator (coroutine) frames of the last thread walk, innermost first: the
-	 * generator object and the index of its frame record */
+	/* generator (coroutine) frames of the last thread walk, the outermost
+	 * PW_MAX_GENS of ngens in a ring, innermost first: the generator object and the
+	 * index of its frame record */
 	__u64 gen[PW_MAX_GENS];
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
@@ -209,10 +215,11 @@ static long pw_walk_step(__u32 i, void *ctx)
 		   s->frame[PW_OFF(l->frame_owner)] == PW_OWNED_BY_GENERATOR) {
 		gen = cur - w->p->async.gen_frame;
 	}
+	/* the outermost PW_MAX_GENS are kept: a task's coroutine heads its chain */
 	g = s->ngens;
-	if (gen && g < PW_MAX_GENS) {
-		s->gen[g] = gen;
-		s->gen_idx[g] = n;
+	if (gen) {
+		s->gen[g & (PW_MAX_GENS - 1)] = gen;
+		s->gen_idx[g & (PW_MAX_GENS - 1)] = n;
 		s->ngens = g + 1;
 	}
 	w->out[n].code = code;
@@ -392,6 +399,225 @@ static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct 
 	*awaited = w.awaited;
 	*flags |= w.flags;
 	return w.n - start;
+}
+
+/* A thread's frames from its thread state ts (0: none) into smp; the generator frames
+ * seen are left in s for pw_walk_tasks. Returns the innermost frame (0: none). */
+static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct py_sample *smp,
+				      struct pw_scratch *s)
+{
+	__u64 frame = 0;
+	__u32 flags = 0, n = 0;
+
+	s->ngens = 0;
+	if (!ts)
+		flags |= SAMPLE_NO_TSTATE;
+	else if (pw_current_frame(&p->layout, ts, &frame))
+		flags |= SAMPLE_READ_ERR;
+	else
+		n = pw_walk_frames(p, frame, smp->frames, s, &flags);
+	smp->hdr.tstate = ts;
+	smp->hdr.nframes = n;
+	smp->hdr.flags = flags;
+	return frame;
+}
+
+/* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task) into
+ * buf; returns the name object. */
+static PW_INLINE __u64 pw_copy_name(const struct py_proc *p, __u64 task, __u32 *kind, char *buf)
+{
+	const struct py_layout *y = &p->layout;
+	__u64 name = 0, type = 0, len = 0;
+	__u32 state = 0;
+
+	*kind = NAME_NONE;
+	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
+	    pw_read(&type, 8, name + y->object_type))
+		return name;
+	if (type == p->long_type && p->long_type) {
+		/* ob_size or lv_tag, then the first digits: enough for any task counter */
+		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
+			*kind = NAME_LONG;
+		return name;
+	}
+	if (type != p->str_type || !p->str_type || pw_read(&state, 4, name + y->unicode_state) ||
+	    pw_read(&len, 8, name + y->unicode_length))
+		return name;
+	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
+	    len >= TASK_NAME_LEN)
+		return name;
+	__builtin_memset(buf, 0, TASK_NAME_LEN);
+	if (!pw_read(buf, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+		*kind = NAME_ASCII;
+	return name;
+}
+
+/* Is the task at addr, running coro, still the task numbered serial? */
+static PW_INLINE int pw_task_alive(const struct py_proc *p, __u32 pid, __u64 addr, __u64 coro,
+				   __u64 serial)
+{
+	__u64 now = 0, sn = 0;
+
+	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
+		return 0;
+	return !pw_read(&now, 8, addr + p->async.task_coro) && now == coro;
+}
+
+/* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
+static PW_INLINE __u64 pw_task_of(const struct py_proc *p, __u32 pid, __u64 gen, __u64 *serial)
+{
+	const struct task_id *id = pw_coro_task(pid, gen);
+	__u64 t, sn;
+
+	if (!id)
+		return 0;
+	t = id->task;
+	sn = id->serial;
+	if (!pw_task_alive(p, pid, t, gen, sn))
+		return 0;
+	*serial = sn;
+	return t;
+}
+
+struct pw_running {
+	const struct py_proc *p;
+	struct pw_scratch *s;
+	__u32 pid, idx;
+	__u64 task, coro, serial;
+};
+
+static long pw_running_step(__u32 i, void *ctx)
+{
+	struct pw_running *f = ctx;
+	__u32 n = f->s->ngens, first = n > PW_MAX_GENS ? n - PW_MAX_GENS : 0;
+	__u32 k = (first + i) & (PW_MAX_GENS - 1);
+	__u64 t;
+
+	if (first + i >= n)
+		return 1;
+	t = pw_task_of(f->p, f->pid, f->s->gen[k], &f->serial);
+	if (!t)
+		return 0;
+	f->task = t;
+	f->coro = f->s->gen[k];
+	f->idx = f->s->gen_idx[k];
+	return 1;
+}
+
+/* The innermost task running on the thread of the last pw_walk_thread: f->task, 0 if
+ * none. f->p, f->s and f->pid are set by the caller. */
+static PW_INLINE void pw_find_running(struct pw_running *f)
+{
+	PW_LOOP(PW_MAX_GENS, pw_running_step, f);
+}
+
+struct pw_tasks {
+	const struct py_proc *p;
+	struct py_sample *smp;
+	struct pw_scratch *s;
+	__u32 pid, n, used; /* tasks recorded, frames used */
+	__u64 cur, cur_coro, cur_serial;
+	__u32 cur_flags;
+	const struct task_link *link; /* how cur was reached, NULL for the running task */
+};
+
+static long pw_in_chain_step(__u32 i, void *ctx)
+{
+	struct pw_tasks *w = ctx;
+
+	if (i >= w->n)
+		return 1;
+	if (w->smp->tasks[i & (MAX_TASKS - 1)].addr == w->cur) {
+		w->cur_flags |= TASK_CYCLE;
+		return 1;
+	}
+	return 0;
+}
+
+/* Records the current task and steps to its parent; awaiters' coroutines are walked. */
+static long pw_task_step(__u32 i, void *ctx)
+{
+	struct pw_tasks *w = ctx;
+	const struct py_proc *p = w->p;
+	const struct task_link *link;
+	struct task_rec *t;
+	__u32 n = w->n, flags = 0, nf = 0;
+	__u64 awaited;
+
+	if (n >= MAX_TASKS)
+		return 1;
+	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
+	t->addr = w->cur;
+	t->coro = w->cur_coro;
+	t->serial = w->cur_serial;
+	t->name_obj = 0;
+	t->flags = w->cur_flags;
+	t->first = w->used;
+	t->nframes = 0;
+	w->n = n + 1;
+	if (w->cur_flags & TASK_ENDED) {
+		/* gone: the name its creation link recorded, if any */
+		t->name_kind = NAME_NONE;
+		if (w->link) {
+			t->name_kind = w->link->name_kind;
+			__builtin_memcpy(t->name, w->link->name, TASK_NAME_LEN);
+		}
+		return 1;
+	}
+	t->name_obj = pw_copy_name(p, w->cur, &t->name_kind, t->name);
+	if (w->cur_flags & TASK_CYCLE)
+		return 1;
+	if (i > 0) {
+		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
+				  &awaited, &flags);
+		t->nframes = nf;
+		w->used += nf;
+		if (flags & SAMPLE_TRUNCATED)
+			t->flags |= TASK_TRUNCATED;
+	}
+	link = pw_task_link(w->pid, w->cur);
+	if (!link || link->child_serial != w->cur_serial || link->child_coro != w->cur_coro)
+		return 1;
+	if (n + 1 >= MAX_TASKS) {
+		t->flags |= TASK_MORE;
+		return 1;
+	}
+	w->link = link;
+	w->cur = link->parent;
+	w->cur_coro = link->parent_coro;
+	w->cur_serial = link->parent_serial;
+	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
+	if (!pw_task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
+		w->cur_flags |= TASK_ENDED;
+	PW_LOOP(MAX_TASKS, pw_in_chain_step, w);
+	return 0;
+}
+
+/* After pw_walk_thread: if the thread runs an asyncio task, which, and the chain of tasks
+ * awaiting it, with their suspended frames after the thread's. 1 when in a task. */
+static PW_INLINE int pw_walk_tasks(const struct py_proc *p, __u32 pid, struct py_sample *smp,
+				   struct pw_scratch *s)
+{
+	struct pw_running f = { .p = p, .s = s, .pid = pid };
+	struct pw_tasks w = { .p = p, .smp = smp, .s = s, .pid = pid };
+
+	smp->hdr.ntasks = 0;
+	smp->hdr.ncoro = 0;
+	smp->hdr.running_idx = RUNNING_NONE;
+	if (!p->async.yf_kind || !s->ngens)
+		return 0;
+	pw_find_running(&f);
+	if (!f.task)
+		return 0;
+	w.cur = f.task;
+	w.cur_coro = f.coro;
+	w.cur_serial = f.serial;
+	w.used = smp->hdr.nframes;
+	PW_LOOP(MAX_TASKS, pw_task_step, &w);
+	smp->hdr.running_idx = f.idx;
+	smp->hdr.ntasks = w.n;
+	smp->hdr.ncoro = w.used - smp->hdr.nframes;
+	return 1;
 }
 
 #endif

@@ -21,6 +21,7 @@
 #include "sampler.h"
 #include "status.h"
 #include "tracker.h"
+#include "ureader.h"
 #include "writers.h"
 
 #define EXIT_USAGE  1
@@ -43,7 +44,7 @@
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
 	"                       [--format collapsed|pprof|speedscope|html] [--mode MODE]\n"
-	"                       [--stats] [--no-origins] [-v]\n"
+	"                       [--stats] [--no-origins] [--reader bpf|memcpy|vmreadv] [-v]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
@@ -60,6 +61,11 @@ static const char usage[] =
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
+	"      --reader READER    how stacks are read (needs -p unless bpf): bpf (default), in\n"
+	"                         the kernel on cpu-clock; memcpy, by the target itself on\n"
+	"                         SIGRTMIN+7 (started with LD_PRELOAD=libasyncbpf-memcpy.so);\n"
+	"                         vmreadv, by this process with process_vm_readv. The last two\n"
+	"                         sample running threads on a timer and do not watch creations\n"
 	"  -- COMMAND [ARG...]    run COMMAND and profile it and its Python descendants until\n"
 	"                         it exits\n"
 	"\n"
@@ -78,6 +84,7 @@ struct opts {
 	bool format_set;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
+	enum reader_kind reader;
 	char **cmd;   /* -- COMMAND ARG...: run it, profile it and its descendants */
 };
 
@@ -140,6 +147,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
+		{ "reader", required_argument, NULL, 'R' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -202,6 +210,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'R':
+			if (reader_parse(optarg, &o->reader)) {
+				err("unknown reader '%s' (known: bpf, memcpy, vmreadv)", optarg);
+				return -1;
+			}
+			break;
 		case 'm': {
 			unsigned long v;
 
@@ -241,6 +255,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-- COMMAND excludes -a and -p");
 		return -1;
 	}
+	if (o->reader != READER_BPF && !o->npids) {
+		err("--reader %s needs -p", reader_name(o->reader));
+		return -1;
+	}
 	if (!o->format_set)
 		o->format = writer_guess(o->output);
 	return 0;
@@ -250,6 +268,7 @@ struct app {
 	struct opts *o;
 	struct record rec;
 	struct sampler *sampler;
+	struct ureader *ureader; /* --reader memcpy or vmreadv, instead of sampler */
 	struct tracker *tracker;
 	struct command *cmd;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
@@ -305,7 +324,7 @@ static void refresh_tasks(struct app *a)
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
 			continue;
 		}
-		if (ret && !tg->origins && a->o->origins)
+		if (ret && !tg->origins && a->o->origins && a->sampler)
 			watch_creations(a, tg);
 		tg->next_refresh = now_s() + TASKS_INTERVAL;
 	}
@@ -325,7 +344,15 @@ static void track(struct app *a, const struct py_target *t)
 		err("pid %d: out of memory", t->pid);
 		return;
 	}
-	if (sampler_add_proc(a->sampler, t->pid, &t->proc)) {
+	if (a->ureader) {
+		char why[512];
+
+		if (ureader_add_proc(a->ureader, t, why, sizeof(why))) {
+			err("%s", why);
+			record_del_target(&a->rec, t->pid);
+			return;
+		}
+	} else if (sampler_add_proc(a->sampler, t->pid, &t->proc)) {
 		err("pid %d: cannot add it to the BPF map", t->pid);
 		record_del_target(&a->rec, t->pid);
 		return;
@@ -359,7 +386,10 @@ static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct p
 
 static void untrack(struct app *a, pid_t pid)
 {
-	sampler_del_proc(a->sampler, pid);
+	if (a->ureader)
+		ureader_del_proc(a->ureader, pid);
+	else
+		sampler_del_proc(a->sampler, pid);
 	tracker_forget(a->tracker, pid);
 	record_del_target(&a->rec, pid);
 }
@@ -439,12 +469,71 @@ static int write_output(struct app *a, uint64_t start_ns, double elapsed, uint64
 static uint64_t lost_samples(struct app *a, struct sampler_stats *out)
 {
 	struct sampler_stats st;
+	struct ureader_stats ust;
 
-	if (sampler_read_stats(a->sampler, &st))
+	if (!a->sampler || sampler_read_stats(a->sampler, &st))
 		memset(&st, 0, sizeof(st));
 	if (out)
 		*out = st;
+	if (a->ureader) {
+		ureader_read_stats(a->ureader, &ust);
+		return ust.lost + a->rec.nomem + a->rec.unknown_pid;
+	}
 	return st.stat[STAT_LOST] + st.bad_records + a->rec.nomem + a->rec.unknown_pid;
+}
+
+/* The median of a cost_bucket() histogram: the middle of its bucket, in ns. */
+static double hist_median(const uint64_t *h)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (int k = 0; k < COST_BUCKETS; k++)
+		n += h[k];
+	for (int k = 0; n && k < COST_BUCKETS; k++) {
+		seen += h[k];
+		if (seen * 2 >= n) {
+			double lo, hi;
+
+			if (k < 8)
+				return k;
+			lo = (double)((4 + k % 4) << 0) * (double)(1ULL << (k / 4 - 2));
+			hi = lo + (double)(1ULL << (k / 4 - 2));
+			return (lo + hi) / 2;
+		}
+	}
+	return 0;
+}
+
+static void print_ustats(struct app *a, double elapsed)
+{
+	struct ureader_stats st;
+
+	ureader_read_stats(a->ureader, &st);
+	fprintf(stderr, "reader: %s\n", reader_name(a->o->reader));
+	fprintf(stderr, "duration: %.1f s\n", elapsed);
+	fprintf(stderr, "timer ticks: %llu (missed %llu)\n", (unsigned long long)st.ticks,
+		(unsigned long long)st.missed_ticks);
+	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.samples);
+	fprintf(stderr, "recorded samples: %llu\n", (unsigned long long)profile_total(a->rec.prof));
+	fprintf(stderr, "no thread state: %llu\n", (unsigned long long)st.no_tstate);
+	fprintf(stderr, "truncated: %llu\n", (unsigned long long)st.truncated);
+	fprintf(stderr, "read errors: %llu\n", (unsigned long long)st.read_err);
+	fprintf(stderr, "lost: %llu\n", (unsigned long long)st.lost);
+	if (st.read_cnt)
+		fprintf(stderr, "%s per sample: %llu ns (%llu runs)\n",
+			a->o->reader == READER_MEMCPY ? "handler time" : "walk time",
+			(unsigned long long)(st.read_ns / st.read_cnt),
+			(unsigned long long)st.read_cnt);
+	if (st.read_cnt)
+		fprintf(stderr, "median read time per sample: %.0f ns\n",
+			hist_median(st.cost_hist));
+	if (a->o->reader == READER_MEMCPY)
+		fprintf(stderr, "faults caught: %llu\nhandler runs unattached: %llu\n",
+			(unsigned long long)st.faults, (unsigned long long)st.idle);
+	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
+	fprintf(stderr, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
+	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
+	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 }
 
 static void print_stats(struct app *a, double elapsed, const struct sampler_stats *stp,
@@ -453,6 +542,8 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 	const struct sampler_stats st = *stp;
 	size_t nstacks, nframes;
 
+	if (a->ureader)
+		return print_ustats(a, elapsed);
 	fprintf(stderr, "duration: %.1f s\n", elapsed);
 	fprintf(stderr, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
 	fprintf(stderr, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
@@ -476,6 +567,12 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 			(unsigned long long)st.run_cnt);
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
+	if (st.stat[STAT_PYTHON]) {
+		fprintf(stderr, "walk time per python sample: %llu ns\n",
+			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
+		fprintf(stderr, "median read time per sample: %.0f ns\n",
+			hist_median(st.cost_hist));
+	}
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(stderr,
@@ -507,7 +604,7 @@ int main(int argc, char **argv)
 	o.cmd = command_split(&argc, argv);
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
-	if (sampler_check_env(why, sizeof(why))) {
+	if (o.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
 		err("%s", why);
 		return EXIT_ENV;
 	}
@@ -528,14 +625,22 @@ int main(int argc, char **argv)
 	so.verbose = o.verbose;
 	so.cb = on_sample;
 	so.ctx = &a;
-	se = sampler_open(&a.sampler, &so, why, sizeof(why));
-	if (se) {
-		err("%s", why);
-		record_fini(&a.rec);
-		return EXIT_ENV;
-	}
+	if (o.reader != READER_BPF) {
+		struct ureader_opts uo = {
+			.kind = o.reader, .freq = o.freq, .cb = on_sample, .ctx = &a
+		};
 
-	a.tracker = tracker_new(a.sampler);
+		a.ureader = ureader_new(&uo);
+		a.tracker = a.ureader ? tracker_new_ops(&ureader_taskmaps_ops, a.ureader) : NULL;
+	} else {
+		se = sampler_open(&a.sampler, &so, why, sizeof(why));
+		if (se) {
+			err("%s", why);
+			record_fini(&a.rec);
+			return EXIT_ENV;
+		}
+		a.tracker = tracker_new(a.sampler);
+	}
 	if (!a.tracker) {
 		err("out of memory");
 		rc = EXIT_ENV;
@@ -549,6 +654,12 @@ int main(int argc, char **argv)
 	if (o.npids) {
 		for (int i = 0; i < o.npids; i++)
 			track(&a, &targets[i]);
+		if (a.ureader && !a.rec.ntargets) {
+			ureader_free(a.ureader);
+			tracker_free(a.tracker);
+			record_fini(&a.rec);
+			return EXIT_TARGET;
+		}
 	} else if (o.cmd) {
 		/* it waits, and execs once sampling runs */
 		if (command_spawn(&a.cmd, o.cmd, why, sizeof(why))) {
@@ -567,7 +678,7 @@ int main(int argc, char **argv)
 
 	/* tasks already running are known before the first sample */
 	refresh_tasks(&a);
-	se = sampler_start(a.sampler, why, sizeof(why));
+	se = a.sampler ? sampler_start(a.sampler, why, sizeof(why)) : SAMPLER_OK;
 	if (se) {
 		err("%s", why);
 		rc = EXIT_ENV;
@@ -596,14 +707,16 @@ int main(int argc, char **argv)
 		if (o.duration && (o.duration - (t - start)) * 1000 < wait_ms)
 			wait_ms = (int)((o.duration - (t - start)) * 1000) + 1;
 		refresh_tasks(&a);
-		rc = sampler_poll(a.sampler, wait_ms);
+		rc = a.ureader ? ureader_poll(a.ureader, wait_ms)
+			       : sampler_poll(a.sampler, wait_ms);
 		if (rc) {
 			err("reading samples: %s", strerror(-rc));
 			break;
 		}
 		if (now_s() >= next_scan) {
 			next_scan = now_s() + SCAN_INTERVAL_MS / 1000.0;
-			sampler_poll(a.sampler, 0);
+			if (a.sampler)
+				sampler_poll(a.sampler, 0);
 			reap(&a, o.npids > 0);
 			if (disc)
 				discover_scan(disc, on_found, &a);
@@ -622,8 +735,13 @@ int main(int argc, char **argv)
 			show_status(&a, now_s() - start);
 		}
 	}
-	sampler_stop(a.sampler);
-	sampler_poll(a.sampler, 0);
+	if (a.sampler) {
+		sampler_stop(a.sampler);
+		sampler_poll(a.sampler, 0);
+	} else {
+		ureader_stop(a.ureader);
+		ureader_poll(a.ureader, 20); /* signals sent before the stop */
+	}
 	status_clear();
 	if (a.cmd && !command_pythons(a.cmd))
 		err("warning: no Python process ran under '%s'", o.cmd[0]);
@@ -651,6 +769,7 @@ out:
 	discover_free(disc);
 	tracker_free(a.tracker);
 	sampler_close(a.sampler);
+	ureader_free(a.ureader);
 	record_fini(&a.rec);
 	if (exit_code >= 0)
 		return exit_code;

@@ -479,6 +479,13 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 		for (int c = 0; c < ncpus; c++)
 			st->stat[k] += vals[c];
 	}
+	for (__u32 k = 0; k < COST_BUCKETS; k++) {
+		if (bpf_map__lookup_elem(s->skel->maps.cost_hist, &k, sizeof(k), vals,
+					 ncpus * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			st->cost_hist[k] += vals[c];
+	}
 	free(vals);
 	if (s->stats_fd >= 0 &&
 	    !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample_cpu), &info, &info_len)) {

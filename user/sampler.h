@@ -68,9 +68,10 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 int sampler_poll(struct sampler *s, int timeout_ms);
 
 struct sampler_stats {
-	uint64_t stat[STAT_MAX];  /* summed over CPUs */
-	uint64_t run_ns, run_cnt; /* from bpf_stats, 0 when not enabled */
-	uint64_t bad_records;	  /* malformed ring-buffer records dropped */
+	uint64_t stat[STAT_MAX];	  /* summed over CPUs */
+	uint64_t run_ns, run_cnt;	  /* from bpf_stats, 0 when not enabled */
+	uint64_t bad_records;		  /* malformed ring-buffer records dropped */
+	uint64_t cost_hist[COST_BUCKETS]; /* time per Python sample, by cost_bucket() */
 };
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st);

@@ -20,7 +20,8 @@ struct proc_tasks {
 };
 
 struct tracker {
-	struct sampler *s;
+	const struct taskmaps_ops *ops;
+	void *ctx;
 	struct proc_tasks *procs;
 	size_t nprocs;
 	uint64_t next_serial; /* for tasks the creation probe did not see */
@@ -35,15 +36,60 @@ static int by_identity(const void *a, const void *b)
 	return (x->coro > y->coro) - (x->coro < y->coro);
 }
 
-struct tracker *tracker_new(struct sampler *s)
+#define BPF_OP(op, ...)                                                                            \
+	static int bpf_##op(void *ctx, pid_t pid, uint64_t addr, __VA_ARGS__)                      \
+	{                                                                                          \
+		return sampler_##op(ctx, pid, addr, v);                                            \
+	}
+BPF_OP(set_coro_task, const struct task_id *v)
+BPF_OP(get_coro_task, struct task_id *v)
+BPF_OP(set_serial, uint64_t v)
+BPF_OP(get_serial, uint64_t *v)
+BPF_OP(set_link, const struct task_link *v)
+BPF_OP(get_link, struct task_link *v)
+
+static int bpf_del_coro_task(void *ctx, pid_t pid, uint64_t addr)
+{
+	return sampler_del_coro_task(ctx, pid, addr);
+}
+
+static int bpf_del_serial(void *ctx, pid_t pid, uint64_t addr)
+{
+	return sampler_del_serial(ctx, pid, addr);
+}
+
+static int bpf_del_link(void *ctx, pid_t pid, uint64_t addr)
+{
+	return sampler_del_link(ctx, pid, addr);
+}
+
+static const struct taskmaps_ops bpf_ops = {
+	.set_coro_task = bpf_set_coro_task,
+	.get_coro_task = bpf_get_coro_task,
+	.del_coro_task = bpf_del_coro_task,
+	.set_serial = bpf_set_serial,
+	.get_serial = bpf_get_serial,
+	.del_serial = bpf_del_serial,
+	.set_link = bpf_set_link,
+	.get_link = bpf_get_link,
+	.del_link = bpf_del_link,
+};
+
+struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx)
 {
 	struct tracker *tr = calloc(1, sizeof(*tr));
 
 	if (tr) {
-		tr->s = s;
+		tr->ops = ops;
+		tr->ctx = ctx;
 		tr->next_serial = SERIAL_USER;
 	}
 	return tr;
+}
+
+struct tracker *tracker_new(struct sampler *s)
+{
+	return tracker_new_ops(&bpf_ops, s);
 }
 
 void tracker_free(struct tracker *tr)
@@ -79,13 +125,13 @@ static uint64_t serial(struct tracker *tr, pid_t pid, uint64_t addr, uint64_t co
 	struct task_id id = { .task = addr };
 	uint64_t sn;
 
-	if (!sampler_get_serial(tr->s, pid, addr, &sn) &&
-	    !sampler_get_coro_task(tr->s, pid, coro, &id) && id.task == addr && id.serial == sn)
+	if (!tr->ops->get_serial(tr->ctx, pid, addr, &sn) &&
+	    !tr->ops->get_coro_task(tr->ctx, pid, coro, &id) && id.task == addr && id.serial == sn)
 		return sn;
 	id.task = addr;
 	id.serial = tr->next_serial++;
-	sampler_set_serial(tr->s, pid, addr, id.serial);
-	sampler_set_coro_task(tr->s, pid, coro, &id);
+	tr->ops->set_serial(tr->ctx, pid, addr, id.serial);
+	tr->ops->set_coro_task(tr->ctx, pid, coro, &id);
 	return id.serial;
 }
 
@@ -96,9 +142,9 @@ static int task_alive(struct tracker *tr, const struct py_target *t, const struc
 	uint64_t coro, sn;
 	int32_t state;
 
-	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) &&
-	       coro == k->coro && !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) &&
-	       state == 0 && !sampler_get_serial(tr->s, t->pid, k->task, &sn) && sn == k->serial;
+	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) && coro == k->coro &&
+	       !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) && state == 0 &&
+	       !tr->ops->get_serial(tr->ctx, t->pid, k->task, &sn) && sn == k->serial;
 }
 
 /* Removes a task's entries, each only if it still names that task. */
@@ -108,12 +154,12 @@ static void forget_task(struct tracker *tr, pid_t pid, const struct known *k)
 	struct task_id id;
 	uint64_t sn;
 
-	if (!sampler_get_serial(tr->s, pid, k->task, &sn) && sn == k->serial)
-		sampler_del_serial(tr->s, pid, k->task);
-	if (!sampler_get_coro_task(tr->s, pid, k->coro, &id) && id.serial == k->serial)
-		sampler_del_coro_task(tr->s, pid, k->coro);
-	if (!sampler_get_link(tr->s, pid, k->task, &l) && l.child_serial == k->serial)
-		sampler_del_link(tr->s, pid, k->task);
+	if (!tr->ops->get_serial(tr->ctx, pid, k->task, &sn) && sn == k->serial)
+		tr->ops->del_serial(tr->ctx, pid, k->task);
+	if (!tr->ops->get_coro_task(tr->ctx, pid, k->coro, &id) && id.serial == k->serial)
+		tr->ops->del_coro_task(tr->ctx, pid, k->coro);
+	if (!tr->ops->get_link(tr->ctx, pid, k->task, &l) && l.child_serial == k->serial)
+		tr->ops->del_link(tr->ctx, pid, k->task);
 }
 
 int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len)
@@ -163,7 +209,7 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		l.parent = a.v[j].addr;
 		l.parent_coro = a.v[j].coro;
 		l.parent_serial = now[j].serial;
-		sampler_set_link(tr->s, t->pid, k->addr, &l);
+		tr->ops->set_link(tr->ctx, t->pid, k->addr, &l);
 	}
 	/* tasks missing from this snapshot: their entries go once the task is really done
 	 * (a snapshot can miss a task that changes while it is read); links to them stay */

@@ -12,6 +12,25 @@
 struct tracker;
 
 struct tracker *tracker_new(struct sampler *s);
+
+/* The same maps elsewhere (user/taskmaps.h for the userspace readers); each call as its
+ * sampler_* twin, with ctx first. */
+struct taskmaps_ops {
+	int (*set_coro_task)(void *ctx, pid_t pid, uint64_t coro, const struct task_id *id);
+	int (*get_coro_task)(void *ctx, pid_t pid, uint64_t coro, struct task_id *out);
+	int (*del_coro_task)(void *ctx, pid_t pid, uint64_t coro);
+	int (*set_serial)(void *ctx, pid_t pid, uint64_t task, uint64_t serial);
+	int (*get_serial)(void *ctx, pid_t pid, uint64_t task, uint64_t *out);
+	int (*del_serial)(void *ctx, pid_t pid, uint64_t task);
+	int (*set_link)(void *ctx, pid_t pid, uint64_t child, const struct task_link *l);
+	int (*get_link)(void *ctx, pid_t pid, uint64_t child, struct task_link *out);
+	int (*del_link)(void *ctx, pid_t pid, uint64_t child);
+};
+
+struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx);
+
+/* ops on a struct taskmaps (ctx) */
+extern const struct taskmaps_ops taskmaps_ops;
 void tracker_free(struct tracker *tr);
 
 /* Takes a snapshot of t's tasks and updates the maps: new tasks and links are added, a

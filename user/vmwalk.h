@@ -8,12 +8,40 @@
 #include <sys/types.h>
 
 #include "memread.h"
+#include "taskmaps.h"
 
 static _Thread_local pid_t vmwalk_pid;
+static _Thread_local const struct taskmaps *vmwalk_maps;
 
 static inline __attribute__((unused)) void vmwalk_target(pid_t pid)
 {
 	vmwalk_pid = pid;
+}
+
+/* The asyncio tables the task walk looks up; NULL (the default): no task is known. */
+static inline __attribute__((unused)) void vmwalk_taskmaps(const struct taskmaps *m)
+{
+	vmwalk_maps = m;
+}
+
+static _Thread_local struct task_id vmwalk_id;
+static _Thread_local struct task_link vmwalk_link;
+
+static inline __attribute__((unused)) const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
+{
+	return vmwalk_maps && !tm_get_coro_task(vmwalk_maps, pid, coro, &vmwalk_id) ? &vmwalk_id
+										    : NULL;
+}
+
+static inline __attribute__((unused)) int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
+{
+	return vmwalk_maps ? tm_get_serial(vmwalk_maps, pid, task, serial) : -1;
+}
+
+static inline __attribute__((unused)) const struct task_link *pw_task_link(__u32 pid, __u64 task)
+{
+	return vmwalk_maps && !tm_get_link(vmwalk_maps, pid, task, &vmwalk_link) ? &vmwalk_link
+										 : NULL;
 }
 
 static inline __attribute__((unused)) int pw_read(void *dst, __u32 len, __u64 addr)

@@ -1,0 +1,75 @@
+"""asyncbpf-bench's workload: a fixed amount of asyncio work, the same on every run.
+
+Requests run in batches; each is a gather of branches, each branch a gather (or, on
+3.11+, a TaskGroup for every other branch) of leaf tasks, each leaf a chain of 30-60
+awaiting coroutines whose innermost alternates CPU work and `await sleep(0)`.
+
+argv: requests work [depth]. depth fixes every chain's depth (for cost against depth).
+Prints READY, waits for a line on stdin, runs, and prints one JSON line:
+{"result": ..., "expected": ..., "wall": seconds, "cpu": seconds}.
+"""
+import asyncio
+import json
+import sys
+import time
+
+ROUNDS = 3
+BRANCHES = 4
+FANOUT = 3
+BATCH = 8
+
+
+def cpu(n):
+    s = 0
+    for i in range(n):
+        s += i * i % 7
+    return s
+
+
+async def descend(d, work):
+    if d > 0:
+        return await descend(d - 1, work)
+    total = 0
+    for _ in range(ROUNDS):
+        total += cpu(work)
+        await asyncio.sleep(0)
+    return total
+
+
+async def leaf(i, work, depth):
+    return await descend(depth if depth else 30 + (i * 7) % 31, work)
+
+
+async def branch(i, work, depth):
+    leaves = [leaf(i * FANOUT + k, work, depth) for k in range(FANOUT)]
+    if hasattr(asyncio, "TaskGroup") and i % 2:
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(c) for c in leaves]
+        return sum(t.result() for t in tasks)
+    return sum(await asyncio.gather(*leaves))
+
+
+async def request(r, work, depth):
+    return sum(await asyncio.gather(*(branch(r * BRANCHES + b, work, depth)
+                                      for b in range(BRANCHES))))
+
+
+async def main(requests, work, depth):
+    total = 0
+    for first in range(0, requests, BATCH):
+        reqs = range(first, min(requests, first + BATCH))
+        total += sum(await asyncio.gather(*(request(r, work, depth) for r in reqs)))
+    return total
+
+
+if __name__ == "__main__":
+    requests, work = int(sys.argv[1]), int(sys.argv[2])
+    depth = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    print("READY", flush=True)
+    sys.stdin.readline()
+    wall, cpu0 = time.perf_counter(), time.process_time()
+    result = asyncio.run(main(requests, work, depth))
+    wall, cpu1 = time.perf_counter() - wall, time.process_time() - cpu0
+    expected = requests * BRANCHES * FANOUT * ROUNDS * cpu(work)
+    print(json.dumps({"result": result, "expected": expected, "wall": wall, "cpu": cpu1}),
+          flush=True)

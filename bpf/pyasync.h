@@ -56,6 +56,7 @@ struct py_async_layout {
 	__u16 futureiter_future; /* _asyncio.FutureIter: the awaited future */
 	__u16 wakeup_task;	 /* 3.8-3.9: TaskWakeupMethWrapper.ww_task; 3.10+:
 				    PyCFunctionObject.m_self */
+	__u16 tuple_items;	 /* PyTupleObject.ob_item: 24, 32 from 3.14 (ob_hash) */
 };
 
 #endif

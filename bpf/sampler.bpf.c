@@ -204,11 +204,11 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	__s64 nargs = 0;
 	__u64 coro = 0;
 
-	if (!p || !p->async.yf_kind)
+	if (!p || !p->async.yf_kind || !p->async.tuple_items)
 		return 0;
-	/* PyTupleObject: ob_size at 16, ob_item at 24 on every supported 64-bit CPython */
+	/* PyTupleObject: ob_size at 16 on every supported 64-bit CPython */
 	if (bpf_probe_read_user(&nargs, 8, (void *)(args + 16)) || nargs < 1 ||
-	    bpf_probe_read_user(&coro, 8, (void *)(args + 24)) || !coro)
+	    bpf_probe_read_user(&coro, 8, (void *)(args + p->async.tuple_items)) || !coro)
 		return 0;
 	id_new.task = self;
 	id_new.serial = __sync_fetch_and_add(&next_serial, 1) + 1;

@@ -210,6 +210,7 @@ int py314_layout(pid_t pid, uint32_t version, struct py_proc *proc, char *why, s
 	PUT(a->gen_frame, d.gen_object.gi_iframe);
 	PUT(a->gen_frame_state, d.gen_object.gi_frame_state);
 	PUT(a->frame_stack, d.interpreter_frame.stackpointer);
+	PUT(a->tuple_items, d.tuple_object.ob_item);
 	a->asend_gen = OBJECT_HEAD;
 	a->corowrapper_coro = OBJECT_HEAD;
 	a->fut_loop = FUT_LOOP;

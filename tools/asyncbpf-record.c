@@ -18,6 +18,8 @@
 #include "record.h"
 #include "sampler.h"
 #include "tracker.h"
+#include "wall.h"
+#include "wallrec.h"
 #include "writers.h"
 
 #define EXIT_USAGE  1
@@ -34,12 +36,14 @@
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
 	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
+	"                       [--mode cpu|wall] [--max-tasks N]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
 	"  -a, --all              all Python processes, including ones started later (default)\n"
 	"  -p, --pid PID[,PID]    only these processes\n"
-	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
+	"  -F, --freq HZ          samples per second per CPU (default 99; wall mode: ticks\n"
+	"                         per second, default 100)\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
 	"      --format FORMAT    collapsed (default)\n"
@@ -47,6 +51,11 @@ static const char usage[] =
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
+	"      --mode MODE        cpu (default): samples of threads on a CPU; wall: at each\n"
+	"                         tick every thread and every suspended asyncio task, weighted\n"
+	"                         by wall time (collapsed values in microseconds)\n"
+	"      --max-tasks N      wall mode: at most N suspended tasks per process per tick,\n"
+	"                         chosen at random and re-weighted (default: all)\n"
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
 	"BPF rejected), 3 a -p process cannot be profiled.\n";
@@ -60,6 +69,8 @@ struct opts {
 	enum out_format format;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
+	bool wall;    /* --mode wall */
+	unsigned int max_tasks;
 };
 
 static volatile sig_atomic_t stop;
@@ -121,10 +132,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "max-tasks", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	bool all = false;
+	bool all = false, freq_set = false, max_set = false;
 	char *end;
 	int c;
 
@@ -151,6 +164,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->freq = v;
+			freq_set = true;
 			break;
 		}
 		case 'd':
@@ -180,6 +194,26 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'M':
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "wall")) {
+				err("unknown mode '%s' (known: cpu, wall)", optarg);
+				return -1;
+			}
+			o->wall = !strcmp(optarg, "wall");
+			break;
+		case 'T': {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || errno || v < 1 || v > WALL_MAX_TASKS) {
+				err("invalid --max-tasks '%s' (1 to %d)", optarg, WALL_MAX_TASKS);
+				return -1;
+			}
+			o->max_tasks = v;
+			max_set = true;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -199,6 +233,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("-a and -p exclude each other");
 		return -1;
 	}
+	if (max_set && !o->wall) {
+		err("--max-tasks needs --mode wall");
+		return -1;
+	}
+	if (o->wall && !freq_set)
+		o->freq = 100;
 	return 0;
 }
 
@@ -207,6 +247,7 @@ struct app {
 	struct record rec;
 	struct sampler *sampler;
 	struct tracker *tracker;
+	struct wallrec *wall;	 /* --mode wall */
 	unsigned int unexamined; /* -a: processes whose files could not be read */
 	char first_unexamined[512];
 };
@@ -285,6 +326,12 @@ static void track(struct app *a, const struct py_target *t)
 		record_del_target(&a->rec, t->pid);
 		return;
 	}
+	if (a->wall && wallrec_add(a->wall, t->pid)) {
+		err("pid %d: cannot attach the wall-clock iterator", t->pid);
+		sampler_del_proc(a->sampler, t->pid);
+		record_del_target(&a->rec, t->pid);
+		return;
+	}
 	if (a->o->verbose)
 		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
 			t->comm, t->version_str, t->binary);
@@ -324,6 +371,8 @@ static void reap(struct app *a, bool explicit_pids)
 		if (explicit_pids)
 			err("pid %d exited during the recording", pid);
 		sampler_del_proc(a->sampler, pid);
+		if (a->wall)
+			wallrec_del(a->wall, pid);
 		tracker_forget(a->tracker, pid);
 		record_del_target(&a->rec, pid);
 	}
@@ -384,6 +433,8 @@ static void print_stats(struct app *a, double elapsed)
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+	if (a->wall)
+		wallrec_print_stats(a->wall, stderr, elapsed);
 }
 
 int main(int argc, char **argv)
@@ -429,6 +480,18 @@ int main(int argc, char **argv)
 		rc = EXIT_ENV;
 		goto out;
 	}
+	if (o.wall) {
+		struct wallrec_opts wo = { .freq = o.freq,
+					   .max_tasks = o.max_tasks,
+					   .run_stats = o.stats };
+
+		a.wall = wallrec_new(a.sampler, &a.rec, a.tracker, &wo, why, sizeof(why));
+		if (!a.wall) {
+			err("%s", why);
+			rc = EXIT_ENV;
+			goto out;
+		}
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -447,7 +510,8 @@ int main(int argc, char **argv)
 
 	/* tasks already running are known before the first sample */
 	refresh_tasks(&a);
-	se = sampler_start(a.sampler, why, sizeof(why));
+	/* wall mode ticks from userspace: no perf events */
+	se = o.wall ? SAMPLER_OK : sampler_start(a.sampler, why, sizeof(why));
 	if (se) {
 		err("%s", why);
 		rc = EXIT_ENV;
@@ -464,7 +528,7 @@ int main(int argc, char **argv)
 		if (o.duration && (o.duration - (t - start)) * 1000 < wait_ms)
 			wait_ms = (int)((o.duration - (t - start)) * 1000) + 1;
 		refresh_tasks(&a);
-		rc = sampler_poll(a.sampler, wait_ms);
+		rc = a.wall ? wallrec_wait(a.wall, wait_ms) : sampler_poll(a.sampler, wait_ms);
 		if (rc) {
 			err("reading samples: %s", strerror(-rc));
 			break;
@@ -494,6 +558,7 @@ int main(int argc, char **argv)
 		print_stats(&a, now_s() - start);
 out:
 	discover_free(disc);
+	wallrec_free(a.wall);
 	tracker_free(a.tracker);
 	sampler_close(a.sampler);
 	record_fini(&a.rec);

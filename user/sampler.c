@@ -333,8 +333,8 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out,
-				    sizeof(*out), 0);
+	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out, sizeof(*out),
+				    0);
 }
 
 int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)
@@ -388,6 +388,13 @@ int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_l
 
 	return bpf_map__lookup_elem(s->skel->maps.task_links, &key, sizeof(key), out, sizeof(*out),
 				    0);
+}
+
+int sampler_map_fd(struct sampler *s, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(s->skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -1;
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms)

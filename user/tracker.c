@@ -10,6 +10,7 @@
 
 struct known {
 	uint64_t task, coro, serial;
+	int awaits; /* it awaits another task of the snapshot */
 };
 
 struct proc_tasks {
@@ -96,9 +97,9 @@ static int task_alive(struct tracker *tr, const struct py_target *t, const struc
 	uint64_t coro, sn;
 	int32_t state;
 
-	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) &&
-	       coro == k->coro && !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) &&
-	       state == 0 && !sampler_get_serial(tr->s, t->pid, k->task, &sn) && sn == k->serial;
+	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) && coro == k->coro &&
+	       !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) && state == 0 &&
+	       !sampler_get_serial(tr->s, t->pid, k->task, &sn) && sn == k->serial;
 }
 
 /* Removes a task's entries, each only if it still names that task. */
@@ -158,8 +159,13 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 
 		if (!k->nparents)
 			continue; /* keep a creation link, or the last awaiter's */
+		for (uint32_t q = 1; q < k->nparents; q++)
+			for (j = 0; j < a.n; j++)
+				if (a.v[j].addr == k->parents[q])
+					now[j].awaits = 1;
 		for (j = 0; j < a.n && a.v[j].addr != k->parents[0]; j++)
 			;
+		now[j].awaits = 1;
 		l.parent = a.v[j].addr;
 		l.parent_coro = a.v[j].coro;
 		l.parent_serial = now[j].serial;
@@ -192,6 +198,27 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	ret = a.asyncio;
 	atasks_free(&a);
 	return ret;
+}
+
+size_t tracker_leaves(struct tracker *tr, pid_t pid,
+		      void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial),
+		      void *ctx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tr->nprocs; i++) {
+		struct proc_tasks *pt = &tr->procs[i];
+
+		if (pt->pid != pid)
+			continue;
+		for (size_t j = 0; j < pt->n; j++) {
+			if (pt->v[j].awaits)
+				continue;
+			fn(ctx, pt->v[j].task, pt->v[j].coro, pt->v[j].serial);
+			n++;
+		}
+	}
+	return n;
 }
 
 void tracker_forget(struct tracker *tr, pid_t pid)

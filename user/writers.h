@@ -21,7 +21,8 @@ const char *writer_formats(void);
 int writer_write(const char *path, enum out_format fmt, struct profile *prof, char *why,
 		 size_t whylen);
 
-/* Collapsed stacks: "frame;frame;...;frame COUNT" per line, root first. */
+/* Collapsed stacks: "frame;frame;...;frame COUNT" per line, root first; in a weighted
+ * profile the value is the stack's wall time in microseconds. */
 int write_collapsed(FILE *f, struct profile *prof);
 
 #endif

@@ -333,8 +333,8 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out, sizeof(*out),
-				    0);
+	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out,
+				    sizeof(*out), 0);
 }
 
 int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)

@@ -293,6 +293,8 @@ static void refresh_tasks(struct app *a)
 
 		if (tg->async_off || t < tg->next_refresh)
 			continue;
+		double t0 = now_s();
+
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
 		if (ret < 0 && !alive(tg))
 			continue; /* exited: reap() says so */
@@ -303,7 +305,15 @@ static void refresh_tasks(struct app *a)
 		}
 		if (ret && !tg->origins && a->o->origins)
 			watch_creations(a, tg);
+		if (a->wall) {
+			wallrec_lock(a->wall);
+			wallrec_set_tasks(a->wall, tg->t.pid);
+			wallrec_unlock(a->wall);
+		}
+		/* a snapshot of thousands of tasks takes long: keep them to a fifth of the time */
 		tg->next_refresh = now_s() + TASKS_INTERVAL;
+		if (tg->next_refresh < now_s() + 4 * (now_s() - t0))
+			tg->next_refresh = now_s() + 4 * (now_s() - t0);
 	}
 }
 
@@ -315,7 +325,7 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 	record_sample(&a->rec, s);
 }
 
-static void track(struct app *a, const struct py_target *t)
+static void track_locked(struct app *a, const struct py_target *t)
 {
 	if (!record_add_target(&a->rec, t)) {
 		err("pid %d: out of memory", t->pid);
@@ -335,6 +345,16 @@ static void track(struct app *a, const struct py_target *t)
 	if (a->o->verbose)
 		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
 			t->comm, t->version_str, t->binary);
+}
+
+/* The wall-clock ticks read the targets from their own thread. */
+static void track(struct app *a, const struct py_target *t)
+{
+	if (a->wall)
+		wallrec_lock(a->wall);
+	track_locked(a, t);
+	if (a->wall)
+		wallrec_unlock(a->wall);
 }
 
 static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
@@ -358,7 +378,7 @@ static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct p
 }
 
 /* Stops tracking processes that have exited (or whose pid now names another process). */
-static void reap(struct app *a, bool explicit_pids)
+static void reap_locked(struct app *a, bool explicit_pids)
 {
 	for (size_t i = 0; i < a->rec.ntargets;) {
 		struct target *tg = &a->rec.targets[i];
@@ -376,6 +396,15 @@ static void reap(struct app *a, bool explicit_pids)
 		tracker_forget(a->tracker, pid);
 		record_del_target(&a->rec, pid);
 	}
+}
+
+static void reap(struct app *a, bool explicit_pids)
+{
+	if (a->wall)
+		wallrec_lock(a->wall);
+	reap_locked(a, explicit_pids);
+	if (a->wall)
+		wallrec_unlock(a->wall);
 }
 
 static double now_s(void)
@@ -434,7 +463,7 @@ static void print_stats(struct app *a, double elapsed)
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 	if (a->wall)
-		wallrec_print_stats(a->wall, stderr, elapsed);
+		wallrec_print_stats(a->wall, stderr);
 }
 
 int main(int argc, char **argv)
@@ -512,6 +541,11 @@ int main(int argc, char **argv)
 	refresh_tasks(&a);
 	/* wall mode ticks from userspace: no perf events */
 	se = o.wall ? SAMPLER_OK : sampler_start(a.sampler, why, sizeof(why));
+	if (o.wall && wallrec_start(a.wall)) {
+		err("cannot start the wall-clock timer thread");
+		rc = EXIT_ENV;
+		goto out;
+	}
 	if (se) {
 		err("%s", why);
 		rc = EXIT_ENV;
@@ -528,7 +562,7 @@ int main(int argc, char **argv)
 		if (o.duration && (o.duration - (t - start)) * 1000 < wait_ms)
 			wait_ms = (int)((o.duration - (t - start)) * 1000) + 1;
 		refresh_tasks(&a);
-		rc = a.wall ? wallrec_wait(a.wall, wait_ms) : sampler_poll(a.sampler, wait_ms);
+		rc = sampler_poll(a.sampler, wait_ms);
 		if (rc) {
 			err("reading samples: %s", strerror(-rc));
 			break;
@@ -546,6 +580,8 @@ int main(int argc, char **argv)
 		}
 	}
 	sampler_poll(a.sampler, 0);
+	if (a.wall)
+		wallrec_stop(a.wall);
 
 	if (a.unexamined)
 		err("warning: %u process%s could not be examined (%s)%s", a.unexamined,

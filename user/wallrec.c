@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,9 +14,12 @@ struct cpu_ent {
 	uint64_t cpu_ns;
 };
 
-struct last_tick {
+/* A target's last tick and the suspended tasks to sample from */
+struct proc_ent {
 	pid_t pid;
 	uint64_t ns;
+	struct wall_task *tasks;
+	size_t ntasks, cap;
 };
 
 struct wallrec {
@@ -24,10 +28,14 @@ struct wallrec {
 	struct tracker *tr;
 	struct wallrec_opts o;
 	uint64_t period, next;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	int running, stop;
 	struct wall_task *buf;
 	size_t nbuf, capbuf;
-	struct last_tick *last;
-	size_t nlast;
+	struct proc_ent *procs;
+	size_t nprocs;
+	struct proc_ent *filling;
 	struct cpu_ent *cpu;
 	size_t ncpu, capcpu;
 	uint64_t rand;
@@ -37,6 +45,7 @@ struct wallrec {
 	uint64_t leaves, sampled;
 	/* statistics */
 	uint64_t ticks, late, run_errors, capped, tick_ns;
+	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 };
 
@@ -133,6 +142,7 @@ struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracke
 	wr->o = *o;
 	wr->period = 1000000000ULL / o->freq;
 	wr->rand = mono_ns() | 1;
+	pthread_mutex_init(&wr->mu, NULL);
 	wr->w = wall_open(s, o->run_stats, on_sample, wr, err, errlen);
 	if (!wr->w) {
 		free(wr);
@@ -145,67 +155,92 @@ void wallrec_free(struct wallrec *wr)
 {
 	if (!wr)
 		return;
+	wallrec_stop(wr);
 	wall_close(wr->w);
+	for (size_t i = 0; i < wr->nprocs; i++)
+		free(wr->procs[i].tasks);
+	free(wr->procs);
 	free(wr->buf);
-	free(wr->last);
 	free(wr->cpu);
+	pthread_mutex_destroy(&wr->mu);
 	free(wr);
 }
 
-static struct last_tick *last_of(struct wallrec *wr, pid_t pid)
+void wallrec_lock(struct wallrec *wr)
 {
-	for (size_t i = 0; i < wr->nlast; i++)
-		if (wr->last[i].pid == pid)
-			return &wr->last[i];
+	pthread_mutex_lock(&wr->mu);
+}
+
+void wallrec_unlock(struct wallrec *wr)
+{
+	pthread_mutex_unlock(&wr->mu);
+}
+
+static struct proc_ent *proc_of(struct wallrec *wr, pid_t pid)
+{
+	for (size_t i = 0; i < wr->nprocs; i++)
+		if (wr->procs[i].pid == pid)
+			return &wr->procs[i];
 	return NULL;
 }
 
 int wallrec_add(struct wallrec *wr, pid_t pid)
 {
-	struct last_tick *l;
+	struct proc_ent *l;
 	int ret = wall_add_proc(wr->w, pid);
 
-	if (ret || last_of(wr, pid))
+	if (ret || proc_of(wr, pid))
 		return ret;
-	l = realloc(wr->last, (wr->nlast + 1) * sizeof(*l));
+	l = realloc(wr->procs, (wr->nprocs + 1) * sizeof(*l));
 	if (!l) {
 		wall_del_proc(wr->w, pid);
 		return -ENOMEM;
 	}
-	wr->last = l;
-	wr->last[wr->nlast++] = (struct last_tick){ .pid = pid };
+	wr->procs = l;
+	wr->procs[wr->nprocs++] = (struct proc_ent){ .pid = pid };
 	return 0;
 }
 
 void wallrec_del(struct wallrec *wr, pid_t pid)
 {
-	struct last_tick *l = last_of(wr, pid);
+	struct proc_ent *l = proc_of(wr, pid);
 
 	wall_del_proc(wr->w, pid);
-	if (l)
-		*l = wr->last[--wr->nlast];
+	if (l) {
+		free(l->tasks);
+		*l = wr->procs[--wr->nprocs];
+	}
 }
 
 static void add_leaf(void *ctx, uint64_t task, uint64_t coro, uint64_t serial)
 {
-	struct wallrec *wr = ctx;
+	struct proc_ent *e = ((struct wallrec *)ctx)->filling;
 
-	if (wr->nbuf == wr->capbuf) {
-		size_t cap = wr->capbuf ? wr->capbuf * 2 : 1024;
-		struct wall_task *b = realloc(wr->buf, cap * sizeof(*b));
+	if (e->ntasks == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 1024;
+		struct wall_task *b = realloc(e->tasks, cap * sizeof(*b));
 
 		if (!b)
 			return;
-		wr->buf = b;
-		wr->capbuf = cap;
+		e->tasks = b;
+		e->cap = cap;
 	}
-	wr->buf[wr->nbuf++] = (struct wall_task){ .task = task, .coro = coro, .serial = serial };
+	e->tasks[e->ntasks++] = (struct wall_task){ .task = task, .coro = coro, .serial = serial };
+}
+
+void wallrec_set_tasks(struct wallrec *wr, pid_t pid)
+{
+	wr->filling = proc_of(wr, pid);
+	if (!wr->filling)
+		return;
+	wr->filling->ntasks = 0;
+	tracker_leaves(wr->tr, pid, add_leaf, wr);
 }
 
 /* One process's tick: its threads and a uniform sample of its suspended leaf tasks. */
 static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 {
-	struct last_tick *l = last_of(wr, tg->t.pid);
+	struct proc_ent *l = proc_of(wr, tg->t.pid);
 	size_t k, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
 
 	if (!l)
@@ -213,8 +248,18 @@ static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 	wr->dt = l->ns ? now - l->ns : wr->period;
 	l->ns = now;
 	wr->nbuf = 0;
-	if (!tg->async_off)
-		tracker_leaves(wr->tr, tg->t.pid, add_leaf, wr);
+	if (l->ntasks > wr->capbuf) {
+		struct wall_task *b = realloc(wr->buf, l->ntasks * sizeof(*b));
+
+		if (b) {
+			wr->buf = b;
+			wr->capbuf = l->ntasks;
+		}
+	}
+	if (!tg->async_off && l->ntasks <= wr->capbuf) {
+		memcpy(wr->buf, l->tasks, l->ntasks * sizeof(*wr->buf));
+		wr->nbuf = l->ntasks;
+	}
 	if (cap > WALL_MAX_TASKS)
 		cap = WALL_MAX_TASKS;
 	k = wr->nbuf < cap ? wr->nbuf : cap;
@@ -233,45 +278,77 @@ static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 	return wall_run(wr->w, tg->t.pid, wr->buf, k);
 }
 
-int wallrec_wait(struct wallrec *wr, int max_ms)
+static void tick(struct wallrec *wr)
 {
-	uint64_t now = mono_ns(), t0;
+	uint64_t now = mono_ns();
 
-	if (!wr->next)
-		wr->next = now;
-	if (now < wr->next) {
-		uint64_t wait = wr->next - now;
-		struct timespec ts;
-
-		if (wait > (uint64_t)max_ms * 1000000ULL)
-			wait = (uint64_t)max_ms * 1000000ULL;
-		ts.tv_sec = wait / 1000000000ULL;
-		ts.tv_nsec = wait % 1000000000ULL;
-		nanosleep(&ts, NULL);
-		now = mono_ns();
-		if (now < wr->next)
-			return 0;
-	}
 	/* a late tick stands for the whole interval since the previous one */
-	if (now - wr->next >= wr->period)
+	if (now >= wr->next + wr->period)
 		wr->late++;
+	/* jittered by up to a fifth of the period either way: ticks locked in phase with a
+	 * periodic workload would see only some of its states */
 	while (wr->next <= now)
-		wr->next += wr->period;
-	t0 = now;
+		wr->next += wr->period * 4 / 5 + next_rand(wr) % (wr->period * 2 / 5 + 1);
 	wr->ticks++;
+	wr->stopped = now;
 	for (size_t i = 0; i < wr->rec->ntargets; i++)
 		if (tick_proc(wr, &wr->rec->targets[i], now))
 			wr->run_errors++;
-	wr->tick_ns += mono_ns() - t0;
+	wr->tick_ns += mono_ns() - now;
+}
+
+static void *ticker(void *arg)
+{
+	struct wallrec *wr = arg;
+	struct timespec ts;
+
+	for (;;) {
+		ts.tv_sec = wr->next / 1000000000ULL;
+		ts.tv_nsec = wr->next % 1000000000ULL;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		pthread_mutex_lock(&wr->mu);
+		if (wr->stop) {
+			pthread_mutex_unlock(&wr->mu);
+			return NULL;
+		}
+		tick(wr);
+		pthread_mutex_unlock(&wr->mu);
+	}
+}
+
+int wallrec_start(struct wallrec *wr)
+{
+	int ret;
+
+	wr->started = wr->next = mono_ns();
+	ret = pthread_create(&wr->thread, NULL, ticker, wr);
+	if (ret)
+		return -ret;
+	wr->running = 1;
 	return 0;
 }
 
-void wallrec_print_stats(struct wallrec *wr, FILE *f, double elapsed)
+void wallrec_stop(struct wallrec *wr)
 {
+	if (!wr->running)
+		return;
+	pthread_mutex_lock(&wr->mu);
+	wr->stop = 1;
+	/* the time since the last tick is sampled too */
+	tick(wr);
+	pthread_mutex_unlock(&wr->mu);
+	pthread_join(wr->thread, NULL);
+	wr->running = 0;
+}
+
+void wallrec_print_stats(struct wallrec *wr, FILE *f)
+{
+	double elapsed = (wr->stopped - wr->started) / 1e9;
 	struct wall_stats st;
 
 	if (wall_read_stats(wr->w, &st))
 		memset(&st, 0, sizeof(st));
+	fprintf(f, "wall elapsed: %.3f s (first tick to last)\n", elapsed);
 	fprintf(f, "wall ticks: %llu taken, %llu expected (%u Hz), %llu late\n",
 		(unsigned long long)wr->ticks, (unsigned long long)(elapsed * wr->o.freq),
 		wr->o.freq, (unsigned long long)wr->late);

@@ -23,12 +23,20 @@ struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracke
 			    const struct wallrec_opts *o, char *err, size_t errlen);
 void wallrec_free(struct wallrec *wr);
 
+/* Ticks run on a thread of their own, so that a slow task snapshot (seconds with
+ * thousands of tasks) does not stop them. Between start and stop, whoever changes the
+ * record's targets or reads the tracker for the ticks holds the lock. */
+int wallrec_start(struct wallrec *wr);
+void wallrec_stop(struct wallrec *wr);
+void wallrec_lock(struct wallrec *wr);
+void wallrec_unlock(struct wallrec *wr);
+
+/* Under the lock. */
 int wallrec_add(struct wallrec *wr, pid_t pid);
 void wallrec_del(struct wallrec *wr, pid_t pid);
+/* The suspended tasks of pid the ticks sample from now on: the tracker's leaves. */
+void wallrec_set_tasks(struct wallrec *wr, pid_t pid);
 
-/* Waits for the next tick, at most max_ms, and takes it when it is due. 0 or -errno. */
-int wallrec_wait(struct wallrec *wr, int max_ms);
-
-void wallrec_print_stats(struct wallrec *wr, FILE *f, double elapsed);
+void wallrec_print_stats(struct wallrec *wr, FILE *f);
 
 #endif

@@ -4,14 +4,16 @@ task measures the time it really spends in each function (a wait that ends while
 task computes lasts longer than asked), printed on request as a JSON fact. A periodic loop
 callback computes in cb_work outside any task.
 
-usage: wall_ab.py  (prints READY; then each line on stdin prints the measured times)
+usage: wall_ab.py TRUTH_FILE  (the measured times, as JSON, rewritten every 0.2 s)
 """
 import asyncio
+import json
+import os
+import random
 import sys
-import threading
 import time
 
-from _wl import fact, ready
+from _wl import ready
 
 PERIOD = 0.05
 spent = {"wait_a": 0.0, "work_a": 0.0, "wait_b": 0.0, "work_b": 0.0, "cb_work": 0.0}
@@ -49,16 +51,23 @@ async def wait_b(seconds):
     spent["wait_b"] += time.monotonic() - t
 
 
+def period():
+    # irregular, so that no sampler stays in phase with the cycle
+    return PERIOD * random.uniform(0.5, 1.5)
+
+
 async def task_a():
     while True:
-        work_a(0.3 * PERIOD)
-        await wait_a(0.7 * PERIOD)
+        p = period()
+        work_a(0.3 * p)
+        await wait_a(0.7 * p)
 
 
 async def task_b():
     while True:
-        work_b(0.7 * PERIOD)
-        await wait_b(0.3 * PERIOD)
+        p = period()
+        work_b(0.7 * p)
+        await wait_b(0.3 * p)
 
 
 def cb_work(loop):
@@ -68,22 +77,21 @@ def cb_work(loop):
     loop.call_later(0.1, cb_work, loop)
 
 
-def report(loop):
-    def on_line():
-        while sys.stdin.readline():
-            loop.call_soon_threadsafe(lambda: fact(spent=dict(spent)))
-
-    threading.Thread(target=on_line, daemon=True).start()
+def report(loop, path):
+    with open(path + ".tmp", "w") as f:
+        json.dump(spent, f)
+    os.rename(path + ".tmp", path)
+    loop.call_later(0.2, report, loop, path)
 
 
 async def main():
-    loop = asyncio.get_event_loop()
+    loop = asyncio.get_running_loop()
     a = loop.create_task(task_a())
     b = loop.create_task(task_b())
     loop.call_later(0.1, cb_work, loop)
-    report(loop)
+    report(loop, sys.argv[1])
     ready()
     await asyncio.gather(a, b)
 
 
-asyncio.get_event_loop().run_until_complete(main())
+asyncio.new_event_loop().run_until_complete(main())

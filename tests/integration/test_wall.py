@@ -16,7 +16,8 @@ import threading
 
 import pytest
 
-from helpers import INTERPRETERS, WORKLOADS, Workload, marker_line, start_all
+from helpers import (INTERPRETERS, WORKLOADS, Workload, assert_one_error_line, marker_line,
+                     record, start_all)
 
 TOLERANCE = 0.07  # share points, wall mode against the measured truth
 TOTALS = 0.05  # relative, wall time totals against elapsed time
@@ -311,3 +312,13 @@ def test_idle_tasks_all(idle):
 def test_idle_tasks_max_tasks(idle):
     """--max-tasks 50: 50 of the 5,000 per tick, each standing for 100."""
     check_totals(idle["capped"], idle["pid"], capped=True)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--mode", "idle"], ["mode", "idle"]),
+    (["--max-tasks", "5"], ["--max-tasks", "wall"]),
+    (["--mode", "wall", "--max-tasks", "0"], ["--max-tasks", "0"]),
+    (["--mode", "wall", "--max-tasks", "x"], ["--max-tasks", "x"]),
+])
+def test_bad_wall_options(record_bin, args, words):
+    assert_one_error_line(record(record_bin, *args, "-d", 1), 1, *words)

@@ -256,7 +256,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 			wr->capbuf = l->ntasks;
 		}
 	}
-	if (!tg->async_off && l->ntasks <= wr->capbuf) {
+	if (l->ntasks <= wr->capbuf) {
 		memcpy(wr->buf, l->tasks, l->ntasks * sizeof(*wr->buf));
 		wr->nbuf = l->ntasks;
 	}
@@ -355,10 +355,11 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 	fprintf(f, "wall tick time: %llu us per tick (BPF and userspace)\n",
 		(unsigned long long)(wr->ticks ? wr->tick_ns / wr->ticks / 1000 : 0));
 	if (st.run_cnt)
-		fprintf(f, "bpf run time per tick: %llu us (%llu runs, %llu ns per thread run)\n",
+		fprintf(f,
+			"bpf run time per tick: %llu us (%llu runs: one per thread, one at the "
+			"end)\n",
 			(unsigned long long)(wr->ticks ? st.run_ns / wr->ticks / 1000 : 0),
-			(unsigned long long)st.run_cnt,
-			(unsigned long long)(st.run_ns / st.run_cnt));
+			(unsigned long long)st.run_cnt);
 	else
 		fprintf(f, "bpf run time per tick: unavailable\n");
 	fprintf(f, "wall thread samples: %llu\n", (unsigned long long)st.stat[WSTAT_THREADS]);

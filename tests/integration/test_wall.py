@@ -102,11 +102,11 @@ def run_record(binary, *args, timeout=240, on_start=None):
 
     t = threading.Thread(target=read_err)
     t.start()
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    out = p.stdout.read()
+    p.wait()
+    timer.cancel()
     t.join()
     return Rec(argv, p.returncode, out, "".join(err))
 
@@ -193,13 +193,14 @@ def test_wall_shares(ab, interp):
             "%s share %.3f in wall mode, measured %.3f (%s):\n%s" % (
                 wait, got, want, spent, show(sts)))
     # a task that awaits another is counted inside the awaited task's stack, not alone
-    for s in sts:
-        if s.suspended:
-            assert s.funcs() and s.funcs()[-1] in ("sleep", "gather") or \
-                {"wait_a", "wait_b"} & set(s.funcs()), \
-                "suspended stack of neither task A nor B: %.400s" % s.raw
-            assert "main" not in s.funcs() or len(s.tasks()) >= 2, (
-                "the main task (awaiting A and B) sampled on its own: %.400s" % s.raw)
+    sus = [s for s in sts if s.suspended]
+    for s in sus:
+        assert "main" not in s.funcs() or len(s.tasks()) >= 2, (
+            "the main task (awaiting A and B) sampled on its own: %.400s" % s.raw)
+    # a suspended task ends at its wait; one that resumes while it is read may not
+    odd = [s for s in sus if not {"wait_a", "wait_b"} & set(s.funcs())]
+    assert sum(s.value for s in odd) <= 0.05 * sum(s.value for s in sus), (
+        "suspended stacks of neither wait_a nor wait_b:\n%s" % show(odd))
 
 
 def test_cpu_mode_excludes_waiting(ab, interp):

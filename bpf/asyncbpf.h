@@ -35,6 +35,7 @@ enum sample_flags {
 	SAMPLE_TRUNCATED = 1 << 0, /* more than MAX_FRAMES frames */
 	SAMPLE_NO_TSTATE = 1 << 1, /* thread has no Python thread state */
 	SAMPLE_READ_ERR = 1 << 2,  /* walk ended on a failed or inconsistent read */
+	SAMPLE_SUSPENDED = 1 << 3, /* a suspended task's stacked stack, no thread frames */
 };
 
 /* Frame fingerprint 0 means the code object could not be read or is not a code object. */

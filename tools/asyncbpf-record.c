@@ -22,6 +22,8 @@
 #include "status.h"
 #include "tracker.h"
 #include "ureader.h"
+#include "wall.h"
+#include "wallrec.h"
 #include "writers.h"
 
 #define EXIT_USAGE  1
@@ -43,20 +45,27 @@
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
-	"                       [--format collapsed|pprof|speedscope|html] [--mode MODE]\n"
-	"                       [--stats] [--no-origins] [--reader bpf|memcpy|vmreadv] [-v]\n"
+	"                       [--format collapsed|pprof|speedscope|html] [--file-mode MODE]\n"
+	"                       [--mode cpu|wall] [--max-tasks N] [--stats] [--no-origins]\n"
+	"                       [--reader bpf|memcpy|vmreadv] [-v]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
-	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
+	"Samples the stacks of Python processes (CPython 3.8-3.14) from BPF.\n"
 	"\n"
 	"  -a, --all              all Python processes, including ones started later (default)\n"
 	"  -p, --pid PID[,PID]    only these processes\n"
-	"  -F, --freq HZ          samples per second per CPU (default 99)\n"
+	"  -F, --freq HZ          samples per second per CPU (default 99; wall mode: ticks\n"
+	"                         per second, default 100)\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
 	"      --format FORMAT    collapsed, pprof, speedscope or html (default: from the -o\n"
 	"                         name: .pb.gz/.pprof, .json, .html; else collapsed)\n"
-	"      --mode MODE        permissions of the output file, octal (default 0600)\n"
+	"      --file-mode MODE   permissions of the output file, octal (default 0600)\n"
+	"      --mode MODE        cpu (default): samples of threads on a CPU; wall: at each\n"
+	"                         tick every thread and every suspended asyncio task, weighted\n"
+	"                         by wall time (collapsed values in microseconds)\n"
+	"      --max-tasks N      wall mode: at most N suspended tasks per process per tick,\n"
+	"                         chosen at random and re-weighted (default: all)\n"
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
@@ -85,6 +94,8 @@ struct opts {
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 	enum reader_kind reader;
+	bool wall; /* --mode wall */
+	unsigned int max_tasks;
 	char **cmd;   /* -- COMMAND ARG...: run it, profile it and its descendants */
 };
 
@@ -148,11 +159,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
 		{ "reader", required_argument, NULL, 'R' },
-		{ "mode", required_argument, NULL, 'm' },
+		{ "file-mode", required_argument, NULL, 'm' },
+		{ "mode", required_argument, NULL, 'M' },
+		{ "max-tasks", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	bool all = false;
+	bool all = false, freq_set = false, max_set = false;
 	char *end;
 	int c;
 
@@ -180,6 +193,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->freq = v;
+			freq_set = true;
 			break;
 		}
 		case 'd':
@@ -210,6 +224,26 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'M':
+			if (strcmp(optarg, "cpu") && strcmp(optarg, "wall")) {
+				err("unknown mode '%s' (known: cpu, wall)", optarg);
+				return -1;
+			}
+			o->wall = !strcmp(optarg, "wall");
+			break;
+		case 'T': {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || errno || v < 1 || v > WALL_MAX_TASKS) {
+				err("invalid --max-tasks '%s' (1 to %d)", optarg, WALL_MAX_TASKS);
+				return -1;
+			}
+			o->max_tasks = v;
+			max_set = true;
+			break;
+		}
 		case 'R':
 			if (reader_parse(optarg, &o->reader)) {
 				err("unknown reader '%s' (known: bpf, memcpy, vmreadv)", optarg);
@@ -259,6 +293,17 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		err("--reader %s needs -p", reader_name(o->reader));
 		return -1;
 	}
+	if (o->wall && o->reader != READER_BPF) {
+		err("--mode wall reads through BPF: --reader %s does not go with it",
+		    reader_name(o->reader));
+		return -1;
+	}
+	if (max_set && !o->wall) {
+		err("--max-tasks needs --mode wall");
+		return -1;
+	}
+	if (o->wall && !freq_set)
+		o->freq = 100;
 	if (!o->format_set)
 		o->format = writer_guess(o->output);
 	return 0;
@@ -269,6 +314,7 @@ struct app {
 	struct record rec;
 	struct sampler *sampler;
 	struct ureader *ureader; /* --reader memcpy or vmreadv, instead of sampler */
+	struct wallrec *wall;	 /* --mode wall */
 	struct tracker *tracker;
 	struct command *cmd;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
@@ -307,7 +353,7 @@ static void watch_creations(struct app *a, struct target *tg)
  * and who awaits it. */
 static void refresh_tasks(struct app *a)
 {
-	double t = now_s();
+	double t = now_s(), t0;
 
 	for (size_t i = 0; i < a->rec.ntargets; i++) {
 		struct target *tg = &a->rec.targets[i];
@@ -316,6 +362,7 @@ static void refresh_tasks(struct app *a)
 
 		if (tg->async_off || t < tg->next_refresh)
 			continue;
+		t0 = now_s();
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
 		if (ret < 0 && !alive(tg))
 			continue; /* exited: reap() says so */
@@ -326,7 +373,15 @@ static void refresh_tasks(struct app *a)
 		}
 		if (ret && !tg->origins && a->o->origins && a->sampler)
 			watch_creations(a, tg);
+		if (a->wall) {
+			wallrec_lock(a->wall);
+			wallrec_set_tasks(a->wall, tg->t.pid);
+			wallrec_unlock(a->wall);
+		}
+		/* a snapshot of thousands of tasks takes long: keep them to a fifth of the time */
 		tg->next_refresh = now_s() + TASKS_INTERVAL;
+		if (tg->next_refresh < now_s() + 4 * (now_s() - t0))
+			tg->next_refresh = now_s() + 4 * (now_s() - t0);
 	}
 }
 
@@ -338,7 +393,7 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 	record_sample(&a->rec, s);
 }
 
-static void track(struct app *a, const struct py_target *t)
+static void track_locked(struct app *a, const struct py_target *t)
 {
 	if (!record_add_target(&a->rec, t)) {
 		err("pid %d: out of memory", t->pid);
@@ -357,11 +412,27 @@ static void track(struct app *a, const struct py_target *t)
 		record_del_target(&a->rec, t->pid);
 		return;
 	}
+	if (a->wall && wallrec_add(a->wall, t->pid)) {
+		err("pid %d: cannot attach the wall-clock iterator", t->pid);
+		sampler_del_proc(a->sampler, t->pid);
+		record_del_target(&a->rec, t->pid);
+		return;
+	}
 	if (a->o->verbose) {
 		status_clear();
 		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
 			t->comm, t->version_str, t->binary);
 	}
+}
+
+/* The wall-clock ticks read the targets from their own thread. */
+static void track(struct app *a, const struct py_target *t)
+{
+	if (a->wall)
+		wallrec_lock(a->wall);
+	track_locked(a, t);
+	if (a->wall)
+		wallrec_unlock(a->wall);
 }
 
 static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
@@ -386,12 +457,18 @@ static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct p
 
 static void untrack(struct app *a, pid_t pid)
 {
+	if (a->wall)
+		wallrec_lock(a->wall);
 	if (a->ureader)
 		ureader_del_proc(a->ureader, pid);
 	else
 		sampler_del_proc(a->sampler, pid);
+	if (a->wall)
+		wallrec_del(a->wall, pid);
 	tracker_forget(a->tracker, pid);
 	record_del_target(&a->rec, pid);
+	if (a->wall)
+		wallrec_unlock(a->wall);
 }
 
 /* A command's descendant exec'd: what is known of its former image is stale. */
@@ -583,6 +660,8 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 	profile_size(a->rec.prof, &nstacks, &nframes);
 	fprintf(stderr, "distinct stacks: %zu (%zu distinct frames)\n", nstacks, nframes);
+	if (a->wall)
+		wallrec_print_stats(a->wall, stderr);
 }
 
 int main(int argc, char **argv)
@@ -646,6 +725,18 @@ int main(int argc, char **argv)
 		rc = EXIT_ENV;
 		goto out;
 	}
+	if (o.wall) {
+		struct wallrec_opts wo = { .freq = o.freq,
+					   .max_tasks = o.max_tasks,
+					   .run_stats = o.stats };
+
+		a.wall = wallrec_new(a.sampler, &a.rec, a.tracker, &wo, why, sizeof(why));
+		if (!a.wall) {
+			err("%s", why);
+			rc = EXIT_ENV;
+			goto out;
+		}
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
@@ -678,7 +769,13 @@ int main(int argc, char **argv)
 
 	/* tasks already running are known before the first sample */
 	refresh_tasks(&a);
-	se = a.sampler ? sampler_start(a.sampler, why, sizeof(why)) : SAMPLER_OK;
+	/* wall mode ticks from userspace: no perf events */
+	se = a.sampler && !o.wall ? sampler_start(a.sampler, why, sizeof(why)) : SAMPLER_OK;
+	if (o.wall && wallrec_start(a.wall)) {
+		err("cannot start the wall-clock timer thread");
+		rc = EXIT_ENV;
+		goto out;
+	}
 	if (se) {
 		err("%s", why);
 		rc = EXIT_ENV;
@@ -738,6 +835,8 @@ int main(int argc, char **argv)
 	if (a.sampler) {
 		sampler_stop(a.sampler);
 		sampler_poll(a.sampler, 0);
+		if (a.wall)
+			wallrec_stop(a.wall);
 	} else {
 		ureader_stop(a.ureader);
 		ureader_poll(a.ureader, 20); /* signals sent before the stop */
@@ -767,6 +866,7 @@ int main(int argc, char **argv)
 out:
 	command_free(a.cmd);
 	discover_free(disc);
+	wallrec_free(a.wall);
 	tracker_free(a.tracker);
 	sampler_close(a.sampler);
 	ureader_free(a.ureader);

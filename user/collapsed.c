@@ -20,7 +20,11 @@ int write_collapsed(FILE *f, struct profile *prof)
 				fputc(';', f);
 			put_frame(f, profile_frame_sym(prof, st[i].ids[k]));
 		}
-		fprintf(f, " %llu\n", (unsigned long long)st[i].count);
+		/* a weighted (wall-clock) profile counts microseconds of wall time */
+		if (profile_weighted(prof))
+			fprintf(f, " %llu\n", (unsigned long long)((st[i].wall_ns + 500) / 1000));
+		else
+			fprintf(f, " %llu\n", (unsigned long long)st[i].count);
 	}
 	/* a stack of its own, so that totals and flame graphs account for them */
 	if (profile_lost(prof))

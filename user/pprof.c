@@ -252,7 +252,13 @@ static void sample(struct enc *e, struct profile *prof, const struct stack_ent *
 	pb_field_msg(&m, SAMPLE_LOCATION_ID, &packed);
 	pb_buf_free(&packed);
 	pb_varint(&packed, st->count);
-	pb_varint(&packed, st->count * period);
+	if (profile_weighted(prof)) {
+		/* wall mode: each sample stands for its interval; the running task's CPU too */
+		pb_varint(&packed, st->wall_ns);
+		pb_varint(&packed, st->cpu_ns);
+	} else {
+		pb_varint(&packed, st->count * period);
+	}
 	pb_field_msg(&m, SAMPLE_VALUE, &packed);
 	pb_buf_free(&packed);
 
@@ -287,6 +293,8 @@ int pprof_encode(struct profile *prof, const struct writer_meta *meta, uint8_t *
 
 	str(&e, ""); /* index 0 is the empty string */
 	value_type(&e, PROFILE_SAMPLE_TYPE, "samples", "count");
+	if (profile_weighted(prof))
+		value_type(&e, PROFILE_SAMPLE_TYPE, "wall", "nanoseconds");
 	value_type(&e, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds");
 	/* one mapping for every location: symbolized already, pprof must not look for a binary */
 	{
@@ -306,7 +314,7 @@ int pprof_encode(struct profile *prof, const struct writer_meta *meta, uint8_t *
 		location(&e, i, profile_frame_sym(prof, i));
 	for (size_t i = 0; i < n; i++)
 		sample(&e, prof, &st[i], meta);
-	value_type(&e, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds");
+	value_type(&e, PROFILE_PERIOD_TYPE, profile_weighted(prof) ? "wall" : "cpu", "nanoseconds");
 	pb_field_varint(&e.out, PROFILE_PERIOD, period);
 	if (meta && meta->start_ns)
 		pb_field_varint(&e.out, PROFILE_TIME_NANOS, meta->start_ns);

@@ -25,7 +25,8 @@ struct profile {
 	uint64_t total;
 	uint64_t lost;
 	uint64_t period_ns;
-	int sorted;
+	uint64_t wall_ns, cpu_ns;
+	int sorted, weighted;
 };
 
 struct profile *profile_new(void)
@@ -185,6 +186,23 @@ static int stack_slots_grow(struct profile *p)
 
 int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count)
 {
+	return profile_add_ns(p, ids, n, count, 0, 0);
+}
+
+int profile_weighted(const struct profile *p)
+{
+	return p->weighted;
+}
+
+void profile_total_ns(const struct profile *p, uint64_t *wall_ns, uint64_t *cpu_ns)
+{
+	*wall_ns = p->wall_ns;
+	*cpu_ns = p->cpu_ns;
+}
+
+int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+		   uint64_t wall_ns, uint64_t cpu_ns)
+{
 	uint64_t h = hash_bytes(ids, n * sizeof(*ids), n);
 	struct stack_ent *e;
 	uint32_t *copy;
@@ -201,7 +219,12 @@ int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t cou
 		if (p->stack_slots[j].hash == h && e->n == n &&
 		    !memcmp(e->ids, ids, n * sizeof(*ids))) {
 			e->count += count;
+			e->wall_ns += wall_ns;
+			e->cpu_ns += cpu_ns;
 			p->total += count;
+			p->wall_ns += wall_ns;
+			p->cpu_ns += cpu_ns;
+			p->weighted |= wall_ns || cpu_ns;
 			return 0;
 		}
 	}
@@ -218,9 +241,14 @@ int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t cou
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, ids, n * sizeof(*ids));
-	p->stacks[p->nstacks] = (struct stack_ent){ .ids = copy, .n = n, .count = count };
+	p->stacks[p->nstacks] = (struct stack_ent){
+		.ids = copy, .n = n, .count = count, .wall_ns = wall_ns, .cpu_ns = cpu_ns
+	};
 	p->stack_slots[j] = (struct stack_slot){ .hash = h, .idx = ++p->nstacks };
 	p->total += count;
+	p->wall_ns += wall_ns;
+	p->cpu_ns += cpu_ns;
+	p->weighted |= wall_ns || cpu_ns;
 	return 0;
 }
 
@@ -230,6 +258,8 @@ static int by_count(const void *a, const void *b)
 
 	uint32_t n = x->n < y->n ? x->n : y->n;
 
+	if (x->wall_ns != y->wall_ns)
+		return x->wall_ns < y->wall_ns ? 1 : -1;
 	if (x->count != y->count)
 		return x->count < y->count ? 1 : -1;
 	for (uint32_t i = 0; i < n; i++)

@@ -27,6 +27,7 @@ struct stack_ent {
 	const uint32_t *ids; /* frame ids, root first */
 	uint32_t n;
 	uint64_t count;
+	uint64_t wall_ns, cpu_ns; /* weights (wall-clock mode), 0 in a count-only profile */
 };
 
 struct profile;
@@ -49,7 +50,15 @@ uint64_t profile_period(const struct profile *p);
 /* Adds count samples of a stack; -ENOMEM on failure. */
 int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count);
 
-/* Stacks, heaviest first (ties by frame ids). Freezes the profile: no profile_add after. */
+/* Adds count samples of a stack that stand for wall_ns of wall-clock time and cpu_ns of
+ * CPU time; the profile is then weighted (profile_weighted). -ENOMEM on failure. */
+int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+		   uint64_t wall_ns, uint64_t cpu_ns);
+int profile_weighted(const struct profile *p);
+void profile_total_ns(const struct profile *p, uint64_t *wall_ns, uint64_t *cpu_ns);
+
+/* Stacks, heaviest first (by wall time in a weighted profile, else by count; ties by
+ * frame ids). Freezes the profile: no profile_add after. */
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
 uint64_t profile_total(const struct profile *p);
 

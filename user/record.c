@@ -112,8 +112,12 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 		     uint32_t n)
 {
 	const struct sample_hdr *h = &s->hdr;
-	uint32_t split, total = h->nframes + h->ncoro;
+	uint32_t split = 0, total = h->nframes + h->ncoro;
+	/* a suspended task shows its own coroutine frames like its awaiters' */
+	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
 
+	if (h->ntasks && last == 0)
+		goto tasks;
 	if (!h->ntasks || h->running_idx >= h->nframes) {
 		for (uint32_t i = h->nframes; i-- > 0;)
 			ids[n++] = python_frame(r, tg, &s->frames[i]);
@@ -122,9 +126,10 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	split = h->running_idx + 1;
 	for (uint32_t i = h->nframes; i-- > split;)
 		ids[n++] = python_frame(r, tg, &s->frames[i]);
+tasks:
 	if (s->tasks[h->ntasks - 1].flags & TASK_MORE)
 		ids[n++] = special(r, "[more tasks]");
-	for (uint32_t k = h->ntasks; k-- > 1;) {
+	for (uint32_t k = h->ntasks; k-- > last;) {
 		const struct task_rec *t = &s->tasks[k];
 
 		ids[n++] = task_frame(r, tg, t);
@@ -137,6 +142,8 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	}
 	if (!(s->tasks[h->ntasks - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
 		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[h->ntasks - 1]);
+	if (!last)
+		return n;
 	ids[n++] = task_frame(r, tg, &s->tasks[0]);
 	for (uint32_t i = split; i-- > 0;)
 		ids[n++] = python_frame(r, tg, &s->frames[i]);
@@ -144,6 +151,12 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 }
 
 void record_sample(struct record *r, const struct py_sample *s)
+{
+	record_sample_ns(r, s, 0, 0);
+}
+
+void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+		      uint64_t cpu_ns)
 {
 	const struct sample_hdr *h = &s->hdr;
 	struct target *tg = record_target(r, h->pid);
@@ -158,8 +171,11 @@ void record_sample(struct record *r, const struct py_sample *s)
 	memcpy(comm, h->comm, TASK_COMM_LEN);
 	comm[TASK_COMM_LEN] = 0;
 	ids[n++] = tg->proc_frame;
-	ids[n++] = profile_frame(r->prof, FRAME_THREAD, h->tid == h->pid ? "MainThread" : comm,
-				 NULL, h->tid);
+	if (h->flags & SAMPLE_SUSPENDED)
+		ids[n++] = special(r, "[suspended tasks]");
+	else
+		ids[n++] = profile_frame(r->prof, FRAME_THREAD,
+					 h->tid == h->pid ? "MainThread" : comm, NULL, h->tid);
 	if (h->flags & SAMPLE_TRUNCATED)
 		ids[n++] = special(r, "[truncated]");
 	else if (h->flags & SAMPLE_READ_ERR)
@@ -167,13 +183,13 @@ void record_sample(struct record *r, const struct py_sample *s)
 	n = join(r, tg, s, ids, n);
 	if (h->flags & SAMPLE_NO_TSTATE)
 		ids[n++] = special(r, "[no Python thread state]");
-	else if (!h->nframes && !(h->flags & SAMPLE_READ_ERR))
+	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED)))
 		ids[n++] = special(r, "[no Python frames]");
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] == UINT32_MAX) {
 			r->nomem++;
 			return;
 		}
-	if (profile_add(r->prof, ids, n, 1))
+	if (profile_add_ns(r->prof, ids, n, 1, wall_ns, cpu_ns))
 		r->nomem++;
 }

@@ -42,5 +42,8 @@ void record_del_target(struct record *r, pid_t pid);
 
 /* Symbolizes one BPF record and adds it to the profile. */
 void record_sample(struct record *r, const struct py_sample *s);
+/* The same for a record that stands for wall_ns of wall-clock time and cpu_ns of CPU. */
+void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+		      uint64_t cpu_ns);
 
 #endif

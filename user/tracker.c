@@ -10,6 +10,7 @@
 
 struct known {
 	uint64_t task, coro, serial;
+	int awaits; /* it awaits another task of the snapshot */
 };
 
 struct proc_tasks {
@@ -204,8 +205,13 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 
 		if (!k->nparents)
 			continue; /* keep a creation link, or the last awaiter's */
+		for (uint32_t q = 1; q < k->nparents; q++)
+			for (j = 0; j < a.n; j++)
+				if (a.v[j].addr == k->parents[q])
+					now[j].awaits = 1;
 		for (j = 0; j < a.n && a.v[j].addr != k->parents[0]; j++)
 			;
+		now[j].awaits = 1;
 		l.parent = a.v[j].addr;
 		l.parent_coro = a.v[j].coro;
 		l.parent_serial = now[j].serial;
@@ -238,6 +244,27 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	ret = a.asyncio;
 	atasks_free(&a);
 	return ret;
+}
+
+size_t tracker_leaves(struct tracker *tr, pid_t pid,
+		      void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial),
+		      void *ctx)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < tr->nprocs; i++) {
+		struct proc_tasks *pt = &tr->procs[i];
+
+		if (pt->pid != pid)
+			continue;
+		for (size_t j = 0; j < pt->n; j++) {
+			if (pt->v[j].awaits)
+				continue;
+			fn(ctx, pt->v[j].task, pt->v[j].coro, pt->v[j].serial);
+			n++;
+		}
+	}
+	return n;
 }
 
 void tracker_forget(struct tracker *tr, pid_t pid)

@@ -4,6 +4,7 @@
 #ifndef ASYNCBPF_TRACKER_H
 #define ASYNCBPF_TRACKER_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "pyproc.h"
@@ -39,6 +40,12 @@ void tracker_free(struct tracker *tr);
  * has not imported it (yet); -1 with a reason when its asyncio cannot be read (the
  * caller warns once and stops asking). */
 int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len);
+
+/* Calls fn for each task of pid, as of its last snapshot, that awaits no other task (the
+ * innermost task of each await chain). Returns how many. */
+size_t tracker_leaves(struct tracker *tr, pid_t pid,
+		      void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial),
+		      void *ctx);
 
 /* Drops every entry of pid (process exited). */
 void tracker_forget(struct tracker *tr, pid_t pid);

@@ -47,7 +47,8 @@ int writer_write(const char *path, enum out_format fmt, struct profile *prof, ch
 int writer_write_meta(const char *path, enum out_format fmt, struct profile *prof,
 		      const struct writer_meta *meta, char *why, size_t whylen);
 
-/* Collapsed stacks: "frame;frame;...;frame COUNT" per line, root first; samples lost
+/* Collapsed stacks: "frame;frame;...;frame COUNT" per line, root first; in a weighted
+ * profile the value is the stack's wall time in microseconds. Samples lost
  * (profile_lost) end the file as one more line, "[lost samples] COUNT". */
 #define COLLAPSED_LOST "[lost samples]"
 

@@ -95,8 +95,8 @@ def test_output_replaced_by_rename(root_record_bin, spinner, tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["keep", "out"], "temporary file left behind"
 
 
-@pytest.mark.parametrize("args,umask,mode", [([], 0, 0o600), (["--mode", "0644"], 0o077, 0o644),
-                                             (["--mode", "0"], 0, 0)],
+@pytest.mark.parametrize("args,umask,mode", [([], 0, 0o600), (["--file-mode", "0644"], 0o077, 0o644),
+                                             (["--file-mode", "0"], 0, 0)],
                          ids=["default", "0644", "0"])
 def test_output_mode(root_record_bin, spinner, tmp_path, args, umask, mode):
     """The mode asked for exactly, whatever the umask: each case runs under a umask that
@@ -112,7 +112,7 @@ def test_output_mode(root_record_bin, spinner, tmp_path, args, umask, mode):
 
 @pytest.mark.parametrize("value", ["999", "abc", "-1", "01000", ""])
 def test_bad_mode(record_bin, value):
-    r = record(record_bin, "-d", 1, "--mode", value, timeout=20)
+    r = record(record_bin, "-d", 1, "--file-mode", value, timeout=20)
     assert_one_error_line(r, 1, "mode")
 
 

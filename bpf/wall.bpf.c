@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Wall-clock sampler. A perf event only fires for a thread that is on a CPU; a thread
+ * blocked in a syscall and a task suspended in an await never get one. So userspace runs
+ * this sleepable task iterator at each wall tick over the threads of one process: every
+ * thread is walked whatever its state, reading the process's memory with
+ * bpf_copy_from_user_task (which may fault pages in; bpf_probe_read_user cannot read
+ * another process at all). The first thread visited also walks the suspended tasks
+ * userspace listed for this tick, each with the chain of tasks awaiting it. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "wall.h"
+
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+/* The thread whose address space is read: pywalk's read primitive takes no task, and a
+ * task pointer cannot be kept in a global, so each read looks the thread up by tid. */
+__u32 read_tid;
+
+static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
+{
+	struct task_struct *t = bpf_task_from_pid(read_tid);
+	long ret = -1;
+
+	if (t) {
+		ret = bpf_copy_from_user_task(dst, len, (const void *)addr, t, 0);
+		bpf_task_release(t);
+	}
+	return ret;
+}
+
+#define PW_INLINE		__always_inline
+#define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
+#define PW_LOOP(max, fn, ctx)	bpf_loop(max, fn, ctx, 0)
+
+static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
+static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
+static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
+
+#include "pywalk.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by userspace before each run: the suspended tasks to walk, once per run. */
+struct wall_task tasks[WALL_MAX_TASKS];
+__u32 ntasks;
+__u32 tasks_pending;
+
+struct scratch {
+	struct wall_sample w;
+	struct pw_scratch pw;
+};
+
+/* The sampler's maps, shared with it (bpf_map__reuse_fd): processes, thread states, and
+ * the asyncio maps userspace and the task-creation probe keep. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} tstates SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, struct task_id);
+} coro_task SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, __u64);
+} task_serials SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, struct task_link);
+} task_links SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, WSTAT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} wstats SEC(".maps");
+
+/* Userspace drains it after every run: it needs to hold one process's tick. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20);
+} wall_events SEC(".maps");
+
+static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
+{
+	struct task_key key = { .pid = pid, .addr = coro };
+
+	return bpf_map_lookup_elem(&coro_task, &key);
+}
+
+static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+	__u64 *sn = bpf_map_lookup_elem(&task_serials, &key);
+
+	if (!sn)
+		return -1;
+	*serial = *sn;
+	return 0;
+}
+
+static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+
+	return bpf_map_lookup_elem(&task_links, &key);
+}
+
+static __always_inline void stat_inc(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&wstats, &idx);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __u64 thread_id)
+{
+	__u64 *cached = bpf_map_lookup_elem(&tstates, &key);
+	__u64 ts;
+
+	if (cached && pw_tstate_owned_by(p, *cached, thread_id))
+		return *cached;
+	ts = pw_find_tstate(p, thread_id, 0);
+	if (ts)
+		bpf_map_update_elem(&tstates, &key, &ts, BPF_ANY);
+	else if (cached)
+		bpf_map_delete_elem(&tstates, &key);
+	return ts;
+}
+
+/* Task names, liveness and chains as the CPU sampler reads them. */
+static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u32 *kind, char *buf)
+{
+	const struct py_layout *y = &p->layout;
+	__u64 name = 0, type = 0, len = 0;
+	__u32 state = 0;
+
+	*kind = NAME_NONE;
+	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
+	    pw_read(&type, 8, name + y->object_type))
+		return name;
+	if (type == p->long_type && p->long_type) {
+		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
+			*kind = NAME_LONG;
+		return name;
+	}
+	if (type != p->str_type || !p->str_type || pw_read(&state, 4, name + y->unicode_state) ||
+	    pw_read(&len, 8, name + y->unicode_length))
+		return name;
+	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
+	    len >= TASK_NAME_LEN)
+		return name;
+	__builtin_memset(buf, 0, TASK_NAME_LEN);
+	if (!pw_read(buf, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+		*kind = NAME_ASCII;
+	return name;
+}
+
+static __always_inline __u64 serial_of(__u32 pid, __u64 task)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+	__u64 *serial = bpf_map_lookup_elem(&task_serials, &key);
+
+	return serial ? *serial : 0;
+}
+
+static __always_inline int task_alive(const struct py_proc *p, __u32 pid, __u64 addr, __u64 coro,
+				      __u64 serial)
+{
+	__u64 now = 0;
+
+	if (serial && serial_of(pid, addr) != serial)
+		return 0;
+	return !pw_read(&now, 8, addr + p->async.task_coro) && now == coro;
+}
+
+static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen, __u64 *serial)
+{
+	struct task_key key = { .pid = pid, .addr = gen };
+	struct task_id *id = bpf_map_lookup_elem(&coro_task, &key);
+	__u64 t, sn;
+
+	if (!id)
+		return 0;
+	t = id->task;
+	sn = id->serial;
+	if (!task_alive(p, pid, t, gen, sn))
+		return 0;
+	*serial = sn;
+	return t;
+}
+
+struct find_running {
+	const struct py_proc *p;
+	struct pw_scratch *s;
+	__u32 pid, idx;
+	__u64 task, coro, serial;
+};
+
+static long find_running_step(__u32 i, void *ctx)
+{
+	struct find_running *f = ctx;
+	__u32 k = i & (PW_MAX_GENS - 1);
+	__u64 t;
+
+	if (i >= f->s->ngens)
+		return 1;
+	t = task_of(f->p, f->pid, f->s->gen[k], &f->serial);
+	if (!t)
+		return 0;
+	f->task = t;
+	f->coro = f->s->gen[k];
+	f->idx = f->s->gen_idx[k];
+	return 1;
+}
+
+struct task_walk {
+	const struct py_proc *p;
+	struct py_sample *smp;
+	struct pw_scratch *s;
+	__u32 pid, n, used;
+	__u32 own; /* walk tasks[0]'s coroutine too: it is suspended, not on the thread */
+	__u64 cur, cur_coro, cur_serial;
+	__u32 cur_flags;
+	const struct task_link *link;
+};
+
+static long in_chain_step(__u32 i, void *ctx)
+{
+	struct task_walk *w = ctx;
+
+	if (i >= w->n)
+		return 1;
+	if (w->smp->tasks[i & (MAX_TASKS - 1)].addr == w->cur) {
+		w->cur_flags |= TASK_CYCLE;
+		return 1;
+	}
+	return 0;
+}
+
+static long task_step(__u32 i, void *ctx)
+{
+	struct task_walk *w = ctx;
+	const struct py_proc *p = w->p;
+	struct task_key key = { .pid = w->pid, .addr = w->cur };
+	struct task_link *link;
+	struct task_rec *t;
+	__u32 n = w->n, flags = 0, nf = 0;
+	__u64 awaited;
+
+	if (n >= MAX_TASKS)
+		return 1;
+	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
+	t->addr = w->cur;
+	t->coro = w->cur_coro;
+	t->serial = w->cur_serial;
+	t->name_obj = 0;
+	t->flags = w->cur_flags;
+	t->first = w->used;
+	t->nframes = 0;
+	w->n = n + 1;
+	if (w->cur_flags & TASK_ENDED) {
+		t->name_kind = NAME_NONE;
+		if (w->link) {
+			t->name_kind = w->link->name_kind;
+			__builtin_memcpy(t->name, w->link->name, TASK_NAME_LEN);
+		}
+		return 1;
+	}
+	t->name_obj = copy_name(p, w->cur, &t->name_kind, t->name);
+	if (w->cur_flags & TASK_CYCLE)
+		return 1;
+	if (i > 0 || w->own) {
+		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
+				  &awaited, &flags);
+		t->nframes = nf;
+		w->used += nf;
+		if (flags & SAMPLE_TRUNCATED)
+			t->flags |= TASK_TRUNCATED;
+		if (flags & SAMPLE_READ_ERR)
+			w->smp->hdr.flags |= SAMPLE_READ_ERR;
+	}
+	link = bpf_map_lookup_elem(&task_links, &key);
+	if (!link || link->child_serial != w->cur_serial || link->child_coro != w->cur_coro)
+		return 1;
+	if (n + 1 >= MAX_TASKS) {
+		t->flags |= TASK_MORE;
+		return 1;
+	}
+	w->link = link;
+	w->cur = link->parent;
+	w->cur_coro = link->parent_coro;
+	w->cur_serial = link->parent_serial;
+	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
+	if (!task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
+		w->cur_flags |= TASK_ENDED;
+	bpf_loop(MAX_TASKS, in_chain_step, w, 0);
+	return 0;
+}
+
+static __always_inline void walk_chain(struct task_walk *w, struct scratch *sc)
+{
+	w->smp = &sc->w.s;
+	w->s = &sc->pw;
+	bpf_loop(MAX_TASKS, task_step, w, 0);
+	sc->w.s.hdr.ntasks = w->n;
+	sc->w.s.hdr.ncoro = w->used - sc->w.s.hdr.nframes;
+}
+
+static __always_inline void emit(struct scratch *sc)
+{
+	__u64 size = offsetof(struct wall_sample, s.frames) +
+		     (sc->w.s.hdr.nframes + sc->w.s.hdr.ncoro) * sizeof(struct frame_rec);
+
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(struct wall_sample))
+		size = sizeof(struct wall_sample);
+	if (sc->w.s.hdr.flags & SAMPLE_READ_ERR)
+		stat_inc(WSTAT_READ_ERR);
+	if (sc->w.s.hdr.flags & SAMPLE_TRUNCATED)
+		stat_inc(WSTAT_TRUNCATED);
+	if (bpf_ringbuf_output(&wall_events, &sc->w, size, BPF_RB_NO_WAKEUP))
+		stat_inc(WSTAT_LOST);
+}
+
+/* Is the generator executing now (a task running on some thread)? */
+static __always_inline int gen_executing(const struct py_proc *p, __u64 gen)
+{
+	const struct py_layout *l = &p->layout;
+	const struct py_async_layout *a = &p->async;
+	__u64 frame = 0, stack = 0;
+	__s32 lasti = -1;
+	__s8 state = -1;
+
+	if (l->frame_kind != PY_FRAMES_OBJECT)
+		return !pw_read(&state, 1, gen + a->gen_frame_state) && state == PW_GEN_EXECUTING;
+	if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
+		return 0;
+	if (a->frame_state)
+		return !pw_read(&state, 1, frame + a->frame_state) && state == PW_GEN_EXECUTING;
+	/* 3.8-3.9: no value stack while running */
+	return !pw_read(&stack, 8, frame + a->frame_stack) && !stack &&
+	       !pw_read(&lasti, 4, frame + l->frame_lasti) && lasti >= 0;
+}
+
+struct suspended {
+	const struct py_proc *p;
+	struct scratch *sc;
+	__u32 pid, tid;
+};
+
+static long suspended_step(__u32 i, void *ctx)
+{
+	struct suspended *x = ctx;
+	struct scratch *sc = x->sc;
+	struct wall_task *wt;
+	struct task_walk w = { .p = x->p, .pid = x->pid, .own = 1 };
+	__u64 k = i;
+
+	if (i >= ntasks || i >= WALL_MAX_TASKS)
+		return 1;
+	/* masked where the verifier sees it: clang would reuse the unmasked i */
+	asm volatile("%0 &= 0x1fff" : "+r"(k));
+	wt = &tasks[k];
+	if (!task_alive(x->p, x->pid, wt->task, wt->coro, wt->serial)) {
+		stat_inc(WSTAT_TASK_GONE);
+		return 0;
+	}
+	if (gen_executing(x->p, wt->coro)) {
+		stat_inc(WSTAT_TASK_ACTIVE);
+		return 0;
+	}
+	sc->w.kind = WALL_TASK;
+	sc->w.idx = i;
+	sc->w.cpu_ns = 0;
+	sc->w.s.hdr.time_ns = bpf_ktime_get_ns();
+	sc->w.s.hdr.tstate = 0;
+	sc->w.s.hdr.pid = x->pid;
+	sc->w.s.hdr.tid = x->tid;
+	sc->w.s.hdr.flags = SAMPLE_SUSPENDED;
+	sc->w.s.hdr.nframes = 0;
+	sc->w.s.hdr.running_idx = RUNNING_NONE;
+	w.cur = wt->task;
+	w.cur_coro = wt->coro;
+	w.cur_serial = wt->serial;
+	walk_chain(&w, sc);
+	stat_inc(WSTAT_TASKS);
+	emit(sc);
+	return 0;
+}
+
+/* The running task of the thread walked into sc, if any, and the tasks awaiting it. */
+static __always_inline void thread_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
+{
+	struct task_walk w = { .p = p, .pid = pid };
+	struct find_running f = { .p = p, .s = &sc->pw, .pid = pid };
+
+	bpf_loop(PW_MAX_GENS, find_running_step, &f, 0);
+	if (!f.task)
+		return;
+	w.cur = f.task;
+	w.cur_coro = f.coro;
+	w.cur_serial = f.serial;
+	/* from memory: a bound the verifier tracks from the frame walk multiplies the
+	 * states of the task walk */
+	w.used = sc->w.s.hdr.nframes;
+	walk_chain(&w, sc);
+	sc->w.s.hdr.running_idx = f.idx;
+}
+
+static __always_inline void walk_suspended(const struct py_proc *p, __u32 pid, __u32 tid,
+					   struct scratch *sc)
+{
+	struct suspended x = { .p = p, .sc = sc, .pid = pid, .tid = tid };
+
+	bpf_loop(WALL_MAX_TASKS, suspended_step, &x, 0);
+}
+
+/* Its own stack frame: the suspended-task walk that follows nests deeper. */
+static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 tid, __u64 fsbase,
+				     struct scratch *sc)
+{
+	__u64 ts, frame = 0, key = (__u64)pid << 32 | tid;
+	__u32 n = 0, flags = 0;
+
+	sc->pw.ngens = 0;
+	ts = thread_state(p, key, fsbase);
+	if (!ts) {
+		flags |= SAMPLE_NO_TSTATE;
+		stat_inc(WSTAT_NO_TSTATE);
+	} else if (pw_current_frame(&p->layout, ts, &frame)) {
+		flags |= SAMPLE_READ_ERR;
+	} else {
+		n = pw_walk_frames(p, frame, sc->w.s.frames, &sc->pw, &flags);
+		if (!frame)
+			bpf_map_delete_elem(&tstates, &key);
+	}
+	sc->w.kind = WALL_THREAD;
+	sc->w.idx = 0;
+	sc->w.s.hdr.time_ns = bpf_ktime_get_ns();
+	sc->w.s.hdr.tstate = ts;
+	sc->w.s.hdr.pid = pid;
+	sc->w.s.hdr.tid = tid;
+	sc->w.s.hdr.flags = flags;
+	sc->w.s.hdr.nframes = n;
+	sc->w.s.hdr.ntasks = 0;
+	sc->w.s.hdr.ncoro = 0;
+	sc->w.s.hdr.running_idx = RUNNING_NONE;
+	if (p->async.yf_kind && sc->pw.ngens)
+		thread_tasks(p, pid, sc);
+	stat_inc(WSTAT_THREADS);
+	emit(sc);
+}
+
+SEC("iter.s/task")
+int wall_tick(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	__u32 pid, tid, zero = 0;
+	struct py_proc *p;
+	struct scratch *sc;
+
+	if (!task)
+		return 0;
+	pid = task->tgid;
+	tid = task->pid;
+	p = bpf_map_lookup_elem(&procs, &pid);
+	sc = bpf_map_lookup_elem(&scratch, &zero);
+	if (!p || !sc)
+		return 0;
+	read_tid = tid;
+	sc->w.cpu_ns = task->se.sum_exec_runtime;
+	__builtin_memcpy(sc->w.s.hdr.comm, task->comm, TASK_COMM_LEN);
+	sample_thread(p, pid, tid, task->thread.fsbase, sc);
+	if (tasks_pending && p->async.yf_kind) {
+		tasks_pending = 0;
+		walk_suspended(p, pid, tid, sc);
+	}
+	return 0;
+}

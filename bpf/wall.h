@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Structs shared by the wall-clock sampler (wall.bpf.c) and its userspace twin. */
+#ifndef ASYNCBPF_WALL_H
+#define ASYNCBPF_WALL_H
+
+#include "asyncbpf.h"
+
+#define WALL_MAX_TASKS 8192 /* suspended tasks walked per process per tick */
+
+/* A suspended task to sample at this tick, chosen by userspace. */
+struct wall_task {
+	__u64 task, coro, serial;
+};
+
+enum wall_kind {
+	WALL_THREAD = 1, /* a thread, on CPU or not: its frames and its running task */
+	WALL_TASK = 2,	 /* a suspended task: its stacked stack, no thread frames */
+};
+
+/* One ring-buffer record: a prefix, then a py_sample sent up to the last frame used. For
+ * WALL_TASK, hdr.flags has SAMPLE_SUSPENDED, hdr.nframes is 0 and tasks[0] holds the
+ * task's own coroutine frames. */
+struct wall_sample {
+	__u32 kind;
+	__u32 idx;    /* WALL_TASK: index in the tick's task list */
+	__u64 cpu_ns; /* WALL_THREAD: the thread's CPU time so far (sum_exec_runtime) */
+	struct py_sample s;
+};
+
+enum wall_stat {
+	WSTAT_THREADS,	   /* thread samples */
+	WSTAT_TASKS,	   /* suspended-task samples */
+	WSTAT_TASK_GONE,   /* listed tasks found ended or reused */
+	WSTAT_TASK_ACTIVE, /* listed tasks found running: sampled as their thread */
+	WSTAT_NO_TSTATE,
+	WSTAT_READ_ERR,
+	WSTAT_TRUNCATED,
+	WSTAT_LOST, /* ring buffer full */
+	WSTAT_MAX,
+};
+
+#endif

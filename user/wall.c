@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "wall.h"
+#include "wall.skel.h"
+
+struct iter {
+	pid_t pid;
+	struct bpf_link *link;
+};
+
+struct wall {
+	struct wall_bpf *skel;
+	struct ring_buffer *rb;
+	struct iter *iters;
+	size_t niters;
+	int stats_fd;
+	wall_cb cb;
+	void *ctx;
+	uint64_t bad_records;
+};
+
+static const char *const shared_maps[] = { "procs", "tstates", "coro_task", "task_serials",
+					   "task_links" };
+
+static int handle_record(void *ctx, void *data, size_t size)
+{
+	struct wall *w = ctx;
+	const struct wall_sample *ws = data;
+	const struct sample_hdr *h = &ws->s.hdr;
+
+	if (size < offsetof(struct wall_sample, s.frames) || h->nframes > MAX_FRAMES ||
+	    h->ncoro > MAX_CORO_FRAMES || h->ntasks > MAX_TASKS ||
+	    size < offsetof(struct wall_sample, s.frames) +
+			    (h->nframes + h->ncoro) * sizeof(struct frame_rec)) {
+		w->bad_records++;
+		return 0;
+	}
+	w->cb(w->ctx, ws, size);
+	return 0;
+}
+
+struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx, char *err,
+		       size_t errlen)
+{
+	struct wall *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	w->stats_fd = -1;
+	w->cb = cb;
+	w->ctx = ctx;
+	w->skel = wall_bpf__open();
+	if (!w->skel) {
+		snprintf(err, errlen, "cannot open the wall-clock BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	for (size_t i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(w->skel->obj, shared_maps[i]);
+		int fd = sampler_map_fd(s, shared_maps[i]);
+
+		if (!m || fd < 0 || bpf_map__reuse_fd(m, fd)) {
+			snprintf(err, errlen, "cannot share the sampler's map %s", shared_maps[i]);
+			goto fail;
+		}
+	}
+	ret = wall_bpf__load(w->skel);
+	if (ret) {
+		snprintf(err, errlen,
+			 "the kernel rejected the wall-clock BPF program (%s); run with -v for "
+			 "the verifier log",
+			 strerror(-ret));
+		goto fail;
+	}
+	if (run_stats)
+		w->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.wall_events), handle_record, w, NULL);
+	if (!w->rb) {
+		snprintf(err, errlen, "cannot open the wall-clock ring buffer: %s",
+			 strerror(errno));
+		goto fail;
+	}
+	return w;
+fail:
+	wall_close(w);
+	return NULL;
+}
+
+void wall_close(struct wall *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->niters; i++)
+		bpf_link__destroy(w->iters[i].link);
+	free(w->iters);
+	ring_buffer__free(w->rb);
+	wall_bpf__destroy(w->skel);
+	if (w->stats_fd >= 0)
+		close(w->stats_fd);
+	free(w);
+}
+
+static struct iter *find(struct wall *w, pid_t pid)
+{
+	for (size_t i = 0; i < w->niters; i++)
+		if (w->iters[i].pid == pid)
+			return &w->iters[i];
+	return NULL;
+}
+
+int wall_add_proc(struct wall *w, pid_t pid)
+{
+	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, opts);
+	union bpf_iter_link_info linfo = {};
+	struct iter *it;
+	struct bpf_link *link;
+
+	if (find(w, pid))
+		return 0;
+	it = realloc(w->iters, (w->niters + 1) * sizeof(*it));
+	if (!it)
+		return -ENOMEM;
+	w->iters = it;
+	/* only the threads of this process */
+	linfo.task.pid = pid;
+	opts.link_info = &linfo;
+	opts.link_info_len = sizeof(linfo);
+	link = bpf_program__attach_iter(w->skel->progs.wall_tick, &opts);
+	if (!link)
+		return -errno;
+	w->iters[w->niters++] = (struct iter){ .pid = pid, .link = link };
+	return 0;
+}
+
+void wall_del_proc(struct wall *w, pid_t pid)
+{
+	struct iter *it = find(w, pid);
+
+	if (!it)
+		return;
+	bpf_link__destroy(it->link);
+	*it = w->iters[--w->niters];
+}
+
+int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t n)
+{
+	struct iter *it = find(w, pid);
+	char buf[64];
+	ssize_t got;
+	int fd, ret = 0;
+
+	if (!it)
+		return -ENOENT;
+	if (n > WALL_MAX_TASKS)
+		n = WALL_MAX_TASKS;
+	memcpy(w->skel->bss->tasks, tasks, n * sizeof(*tasks));
+	w->skel->bss->ntasks = n;
+	w->skel->bss->tasks_pending = n > 0;
+	fd = bpf_iter_create(bpf_link__fd(it->link));
+	if (fd < 0)
+		return -errno;
+	/* the program writes nothing to the seq file: reading runs it over every thread */
+	while ((got = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (got < 0)
+		ret = -errno;
+	close(fd);
+	w->skel->bss->tasks_pending = 0;
+	if (ring_buffer__consume(w->rb) < 0 && !ret)
+		ret = -EIO;
+	return ret;
+}
+
+int wall_read_stats(struct wall *w, struct wall_stats *st)
+{
+	int ncpus = libbpf_num_possible_cpus();
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	__u64 *vals;
+
+	memset(st, 0, sizeof(*st));
+	if (ncpus <= 0)
+		return ncpus;
+	vals = calloc(ncpus, sizeof(*vals));
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 k = 0; k < WSTAT_MAX; k++) {
+		if (bpf_map__lookup_elem(w->skel->maps.wstats, &k, sizeof(k), vals,
+					 ncpus * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			st->stat[k] += vals[c];
+	}
+	free(vals);
+	if (w->stats_fd >= 0 &&
+	    !bpf_obj_get_info_by_fd(bpf_program__fd(w->skel->progs.wall_tick), &info, &info_len)) {
+		st->run_ns = info.run_time_ns;
+		st->run_cnt = info.run_cnt;
+	}
+	st->bad_records = w->bad_records;
+	return 0;
+}

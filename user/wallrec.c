@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hash.h"
+#include "wall.h"
+#include "wallrec.h"
+
+struct cpu_ent {
+	uint64_t key; /* pid << 32 | tid, 0 = empty */
+	uint64_t cpu_ns;
+};
+
+/* A target's last tick and the suspended tasks to sample from */
+struct proc_ent {
+	pid_t pid;
+	uint64_t ns;
+	struct wall_task *tasks;
+	size_t ntasks, cap;
+};
+
+struct wallrec {
+	struct wall *w;
+	struct record *rec;
+	struct tracker *tr;
+	struct wallrec_opts o;
+	uint64_t period, next;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	int running, stop;
+	struct wall_task *buf;
+	size_t nbuf, capbuf;
+	struct proc_ent *procs;
+	size_t nprocs;
+	struct proc_ent *filling;
+	struct cpu_ent *cpu;
+	size_t ncpu, capcpu;
+	uint64_t rand;
+	/* the process being sampled: its interval and how many tasks each task sample
+	 * stands for (leaves / sampled) */
+	uint64_t dt;
+	uint64_t leaves, sampled;
+	/* statistics */
+	uint64_t ticks, late, run_errors, capped, tick_ns;
+	uint64_t started, stopped; /* first tick, last tick */
+	uint64_t wall_threads, wall_tasks, cpu_total;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static uint64_t next_rand(struct wallrec *wr)
+{
+	/* xorshift64*: reservoir choices need no more */
+	wr->rand ^= wr->rand >> 12;
+	wr->rand ^= wr->rand << 25;
+	wr->rand ^= wr->rand >> 27;
+	return wr->rand * 0x2545F4914F6CDD1DULL;
+}
+
+static int cpu_grow(struct wallrec *wr)
+{
+	size_t cap = wr->capcpu ? wr->capcpu * 2 : 256;
+	struct cpu_ent *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < wr->capcpu; i++) {
+		size_t j;
+
+		if (!wr->cpu[i].key)
+			continue;
+		for (j = hash_u64(wr->cpu[i].key) & (cap - 1); t[j].key; j = (j + 1) & (cap - 1))
+			;
+		t[j] = wr->cpu[i];
+	}
+	free(wr->cpu);
+	wr->cpu = t;
+	wr->capcpu = cap;
+	return 0;
+}
+
+/* CPU time the thread used since its previous tick (0 at its first). */
+static uint64_t cpu_delta(struct wallrec *wr, uint32_t pid, uint32_t tid, uint64_t now)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid, d;
+	size_t j;
+
+	if ((wr->ncpu + 1) * 2 > wr->capcpu && cpu_grow(wr))
+		return 0;
+	for (j = hash_u64(key) & (wr->capcpu - 1); wr->cpu[j].key && wr->cpu[j].key != key;
+	     j = (j + 1) & (wr->capcpu - 1))
+		;
+	if (!wr->cpu[j].key) {
+		wr->cpu[j] = (struct cpu_ent){ .key = key, .cpu_ns = now };
+		wr->ncpu++;
+		return 0;
+	}
+	d = now > wr->cpu[j].cpu_ns ? now - wr->cpu[j].cpu_ns : 0;
+	wr->cpu[j].cpu_ns = now;
+	return d;
+}
+
+static void on_sample(void *ctx, const struct wall_sample *ws, size_t size)
+{
+	struct wallrec *wr = ctx;
+	uint64_t wall, cpu = 0;
+
+	(void)size;
+	if (ws->kind == WALL_TASK) {
+		/* each sampled task stands for leaves / sampled of them */
+		wall = (wr->dt * wr->leaves + wr->sampled / 2) / wr->sampled;
+		wr->wall_tasks += wall;
+	} else {
+		wall = wr->dt;
+		cpu = cpu_delta(wr, ws->s.hdr.pid, ws->s.hdr.tid, ws->cpu_ns);
+		wr->wall_threads += wall;
+		wr->cpu_total += cpu;
+	}
+	record_sample_ns(wr->rec, &ws->s, wall, cpu);
+}
+
+struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracker *tr,
+			    const struct wallrec_opts *o, char *err, size_t errlen)
+{
+	struct wallrec *wr = calloc(1, sizeof(*wr));
+
+	if (!wr) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	wr->rec = rec;
+	wr->tr = tr;
+	wr->o = *o;
+	wr->period = 1000000000ULL / o->freq;
+	wr->rand = mono_ns() | 1;
+	pthread_mutex_init(&wr->mu, NULL);
+	wr->w = wall_open(s, o->run_stats, on_sample, wr, err, errlen);
+	if (!wr->w) {
+		free(wr);
+		return NULL;
+	}
+	return wr;
+}
+
+void wallrec_free(struct wallrec *wr)
+{
+	if (!wr)
+		return;
+	wallrec_stop(wr);
+	wall_close(wr->w);
+	for (size_t i = 0; i < wr->nprocs; i++)
+		free(wr->procs[i].tasks);
+	free(wr->procs);
+	free(wr->buf);
+	free(wr->cpu);
+	pthread_mutex_destroy(&wr->mu);
+	free(wr);
+}
+
+void wallrec_lock(struct wallrec *wr)
+{
+	pthread_mutex_lock(&wr->mu);
+}
+
+void wallrec_unlock(struct wallrec *wr)
+{
+	pthread_mutex_unlock(&wr->mu);
+}
+
+static struct proc_ent *proc_of(struct wallrec *wr, pid_t pid)
+{
+	for (size_t i = 0; i < wr->nprocs; i++)
+		if (wr->procs[i].pid == pid)
+			return &wr->procs[i];
+	return NULL;
+}
+
+int wallrec_add(struct wallrec *wr, pid_t pid)
+{
+	struct proc_ent *l;
+	int ret = wall_add_proc(wr->w, pid);
+
+	if (ret || proc_of(wr, pid))
+		return ret;
+	l = realloc(wr->procs, (wr->nprocs + 1) * sizeof(*l));
+	if (!l) {
+		wall_del_proc(wr->w, pid);
+		return -ENOMEM;
+	}
+	wr->procs = l;
+	wr->procs[wr->nprocs++] = (struct proc_ent){ .pid = pid };
+	return 0;
+}
+
+void wallrec_del(struct wallrec *wr, pid_t pid)
+{
+	struct proc_ent *l = proc_of(wr, pid);
+
+	wall_del_proc(wr->w, pid);
+	if (l) {
+		free(l->tasks);
+		*l = wr->procs[--wr->nprocs];
+	}
+}
+
+static void add_leaf(void *ctx, uint64_t task, uint64_t coro, uint64_t serial)
+{
+	struct proc_ent *e = ((struct wallrec *)ctx)->filling;
+
+	if (e->ntasks == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 1024;
+		struct wall_task *b = realloc(e->tasks, cap * sizeof(*b));
+
+		if (!b)
+			return;
+		e->tasks = b;
+		e->cap = cap;
+	}
+	e->tasks[e->ntasks++] = (struct wall_task){ .task = task, .coro = coro, .serial = serial };
+}
+
+void wallrec_set_tasks(struct wallrec *wr, pid_t pid)
+{
+	wr->filling = proc_of(wr, pid);
+	if (!wr->filling)
+		return;
+	wr->filling->ntasks = 0;
+	tracker_leaves(wr->tr, pid, add_leaf, wr);
+}
+
+/* One process's tick: its threads and a uniform sample of its suspended leaf tasks. */
+static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
+{
+	struct proc_ent *l = proc_of(wr, tg->t.pid);
+	size_t k, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
+
+	if (!l)
+		return 0;
+	wr->dt = l->ns ? now - l->ns : wr->period;
+	l->ns = now;
+	wr->nbuf = 0;
+	if (l->ntasks > wr->capbuf) {
+		struct wall_task *b = realloc(wr->buf, l->ntasks * sizeof(*b));
+
+		if (b) {
+			wr->buf = b;
+			wr->capbuf = l->ntasks;
+		}
+	}
+	if (l->ntasks <= wr->capbuf) {
+		memcpy(wr->buf, l->tasks, l->ntasks * sizeof(*wr->buf));
+		wr->nbuf = l->ntasks;
+	}
+	if (cap > WALL_MAX_TASKS)
+		cap = WALL_MAX_TASKS;
+	k = wr->nbuf < cap ? wr->nbuf : cap;
+	if (k < wr->nbuf)
+		wr->capped++;
+	/* the first k of a partial Fisher-Yates shuffle: k of n, each equally likely */
+	for (size_t i = 0; i < k; i++) {
+		size_t j = i + next_rand(wr) % (wr->nbuf - i);
+		struct wall_task t = wr->buf[i];
+
+		wr->buf[i] = wr->buf[j];
+		wr->buf[j] = t;
+	}
+	wr->leaves = wr->nbuf;
+	wr->sampled = k ? k : 1;
+	return wall_run(wr->w, tg->t.pid, wr->buf, k);
+}
+
+static void tick(struct wallrec *wr)
+{
+	uint64_t now = mono_ns();
+
+	/* a late tick stands for the whole interval since the previous one */
+	if (now >= wr->next + wr->period)
+		wr->late++;
+	/* jittered by up to a fifth of the period either way: ticks locked in phase with a
+	 * periodic workload would see only some of its states */
+	while (wr->next <= now)
+		wr->next += wr->period * 4 / 5 + next_rand(wr) % (wr->period * 2 / 5 + 1);
+	wr->ticks++;
+	wr->stopped = now;
+	for (size_t i = 0; i < wr->rec->ntargets; i++)
+		if (tick_proc(wr, &wr->rec->targets[i], now))
+			wr->run_errors++;
+	wr->tick_ns += mono_ns() - now;
+}
+
+static void *ticker(void *arg)
+{
+	struct wallrec *wr = arg;
+	struct timespec ts;
+
+	for (;;) {
+		ts.tv_sec = wr->next / 1000000000ULL;
+		ts.tv_nsec = wr->next % 1000000000ULL;
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		pthread_mutex_lock(&wr->mu);
+		if (wr->stop) {
+			pthread_mutex_unlock(&wr->mu);
+			return NULL;
+		}
+		tick(wr);
+		pthread_mutex_unlock(&wr->mu);
+	}
+}
+
+int wallrec_start(struct wallrec *wr)
+{
+	int ret;
+
+	wr->started = wr->next = mono_ns();
+	ret = pthread_create(&wr->thread, NULL, ticker, wr);
+	if (ret)
+		return -ret;
+	wr->running = 1;
+	return 0;
+}
+
+void wallrec_stop(struct wallrec *wr)
+{
+	if (!wr->running)
+		return;
+	pthread_mutex_lock(&wr->mu);
+	wr->stop = 1;
+	/* the time since the last tick is sampled too */
+	tick(wr);
+	pthread_mutex_unlock(&wr->mu);
+	pthread_join(wr->thread, NULL);
+	wr->running = 0;
+}
+
+void wallrec_print_stats(struct wallrec *wr, FILE *f)
+{
+	double elapsed = (wr->stopped - wr->started) / 1e9;
+	struct wall_stats st;
+
+	if (wall_read_stats(wr->w, &st))
+		memset(&st, 0, sizeof(st));
+	fprintf(f, "wall elapsed: %.3f s (first tick to last)\n", elapsed);
+	fprintf(f, "wall ticks: %llu taken, %llu expected (%u Hz), %llu late\n",
+		(unsigned long long)wr->ticks, (unsigned long long)(elapsed * wr->o.freq),
+		wr->o.freq, (unsigned long long)wr->late);
+	fprintf(f, "wall tick time: %llu us per tick (BPF and userspace)\n",
+		(unsigned long long)(wr->ticks ? wr->tick_ns / wr->ticks / 1000 : 0));
+	if (st.run_cnt)
+		fprintf(f,
+			"bpf run time per tick: %llu us (%llu runs: one per thread, one at the "
+			"end)\n",
+			(unsigned long long)(wr->ticks ? st.run_ns / wr->ticks / 1000 : 0),
+			(unsigned long long)st.run_cnt);
+	else
+		fprintf(f, "bpf run time per tick: unavailable\n");
+	fprintf(f, "wall thread samples: %llu\n", (unsigned long long)st.stat[WSTAT_THREADS]);
+	fprintf(f, "wall task samples: %llu (ticks capped by --max-tasks: %llu)\n",
+		(unsigned long long)st.stat[WSTAT_TASKS], (unsigned long long)wr->capped);
+	fprintf(f, "wall tasks skipped: %llu ended, %llu running (sampled as their thread)\n",
+		(unsigned long long)st.stat[WSTAT_TASK_GONE],
+		(unsigned long long)st.stat[WSTAT_TASK_ACTIVE]);
+	fprintf(f, "wall time: threads %.3f s, suspended tasks %.3f s; cpu time %.3f s\n",
+		wr->wall_threads / 1e9, wr->wall_tasks / 1e9, wr->cpu_total / 1e9);
+	fprintf(f, "wall no thread state: %llu\n", (unsigned long long)st.stat[WSTAT_NO_TSTATE]);
+	fprintf(f, "wall read errors: %llu\n", (unsigned long long)st.stat[WSTAT_READ_ERR]);
+	fprintf(f, "wall truncated: %llu\n", (unsigned long long)st.stat[WSTAT_TRUNCATED]);
+	fprintf(f, "wall lost: %llu (run errors %llu)\n",
+		(unsigned long long)(st.stat[WSTAT_LOST] + st.bad_records),
+		(unsigned long long)wr->run_errors);
+}

@@ -14,9 +14,12 @@
 
 #include "atasks.h"
 #include "discover.h"
+#include "lifecycle.h"
+#include "procfilter.h"
 #include "procfs.h"
 #include "record.h"
 #include "sampler.h"
+#include "snappace.h"
 #include "tracker.h"
 #include "writers.h"
 
@@ -24,8 +27,9 @@
 #define EXIT_ENV    2
 #define EXIT_TARGET 3
 
-#define MAX_PIDS	 1024
-#define SCAN_INTERVAL_MS 1000
+#define MAX_PIDS 1024
+/* exec, fork and exit events find processes; a /proc scan only backs them up */
+#define SCAN_INTERVAL_MS 10000
 /* s between task snapshots of an asyncio process (new tasks are known at once from the
  * creation probe; snapshots find who awaits whom), and between checks that a process
  * has imported asyncio */
@@ -34,6 +38,8 @@
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
 	"                       [--format collapsed] [--stats] [--no-origins] [-v]\n"
+	"                       [--container ID] [--cgroup PATH] [--comm NAME]\n"
+	"                       [--container-frame] [--mem-per-process MIB]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.13) from BPF.\n"
 	"\n"
@@ -46,6 +52,13 @@ static const char usage[] =
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
+	"      --container ID     only processes of this container (id prefix, or the label\n"
+	"                         shown for it); repeatable\n"
+	"      --cgroup PATH      only processes in this cgroup or below; repeatable\n"
+	"      --comm NAME        only processes with this name; repeatable\n"
+	"      --container-frame  a [container ID] frame above the process of a container\n"
+	"      --mem-per-process MIB  cap on each process's symbol cache and on its stack\n"
+	"                         table (default 64; 0: none)\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
@@ -60,6 +73,9 @@ struct opts {
 	enum out_format format;
 	bool stats, verbose;
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
+	struct procfilter filter;
+	bool container_frame;
+	size_t mem_per_process; /* bytes, 0: no cap */
 };
 
 static volatile sig_atomic_t stop;
@@ -121,6 +137,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "stats", no_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-origins", no_argument, NULL, 'O' },
+		{ "container", required_argument, NULL, 'C' },
+		{ "cgroup", required_argument, NULL, 'G' },
+		{ "comm", required_argument, NULL, 'N' },
+		{ "container-frame", no_argument, NULL, 'R' },
+		{ "mem-per-process", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -130,6 +151,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	o->freq = 99;
 	o->origins = true;
+	o->mem_per_process = 64 << 20;
 	o->format = OUT_COLLAPSED;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":ap:F:d:o:vh", longopts, NULL)) != -1) {
@@ -180,6 +202,36 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'C':
+		case 'G':
+		case 'N': {
+			char why[256];
+
+			if (procfilter_add(&o->filter,
+					   c == 'C'   ? FILTER_CONTAINER
+					   : c == 'G' ? FILTER_CGROUP
+						      : FILTER_COMM,
+					   optarg, why, sizeof(why))) {
+				err("%s", why);
+				return -1;
+			}
+			break;
+		}
+		case 'R':
+			o->container_frame = true;
+			break;
+		case 'M': {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || errno || v < 0 || v > 1 << 20) {
+				err("invalid --mem-per-process '%s' (MiB, 0 to 1048576)", optarg);
+				return -1;
+			}
+			o->mem_per_process = (size_t)v << 20;
+			break;
+		}
 		case 'h':
 			fputs(usage, stdout);
 			exit(0);
@@ -207,7 +259,10 @@ struct app {
 	struct record rec;
 	struct sampler *sampler;
 	struct tracker *tracker;
-	unsigned int unexamined; /* -a: processes whose files could not be read */
+	struct lifecycle *lc;
+	unsigned int unexamined;
+	uint64_t filtered;    /* Python processes the filters left out */
+	struct snappace snap; /* -a: processes whose files could not be read */
 	char first_unexamined[512];
 };
 
@@ -240,19 +295,26 @@ static void watch_creations(struct app *a, struct target *tg)
 }
 
 /* Reads the asyncio tasks of the targets that are due, so BPF can tell which task runs
- * and who awaits it. */
+ * and who awaits it. Snapshots are paced (see snapshot_due) and share a CPU budget. */
 static void refresh_tasks(struct app *a)
 {
 	double t = now_s();
+	size_t n = a->rec.ntargets;
 
-	for (size_t i = 0; i < a->rec.ntargets; i++) {
-		struct target *tg = &a->rec.targets[i];
+	snapshot_budget_fill(&a->snap, t);
+	for (size_t k = 0; k < n && a->snap.tokens > 0; k++) {
+		/* start where the budget ran out last time: every process gets its turn */
+		struct target *tg = &a->rec.targets[(a->snap.next + k) % n];
+		double cpu;
 		char why[512];
 		int ret;
 
-		if (tg->async_off || t < tg->next_refresh)
+		if (tg->async_off || !snapshot_due(tg, t))
 			continue;
+		a->snap.next = (a->snap.next + k + 1) % n;
+		cpu = cpu_s();
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
+		snapshot_done(&a->snap, tg, now_s(), cpu_s() - cpu);
 		if (ret < 0 && !alive(tg))
 			continue; /* exited: reap() says so */
 		if (ret < 0) {
@@ -262,7 +324,6 @@ static void refresh_tasks(struct app *a)
 		}
 		if (ret && !tg->origins && a->o->origins)
 			watch_creations(a, tg);
-		tg->next_refresh = now_s() + TASKS_INTERVAL;
 	}
 }
 
@@ -272,11 +333,35 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 
 	(void)size;
 	record_sample(&a->rec, s);
+	if (a->lc && !a->o->npids && !record_target(&a->rec, s->hdr.pid))
+		lifecycle_examine(a->lc, s->hdr.pid);
+}
+
+/* Where pid runs, and whether the filters take it. */
+static bool place_ok(struct app *a, pid_t pid, const char *comm, struct proc_place *pl)
+{
+	if (proc_place_read(pid, pl)) {
+		memset(pl, 0, sizeof(*pl));
+		pl->ns_pid = pid;
+	}
+	return procfilter_match(&a->o->filter, comm, pl);
 }
 
 static void track(struct app *a, const struct py_target *t)
 {
-	if (!record_add_target(&a->rec, t)) {
+	struct proc_place pl;
+	struct target *tg;
+
+	if (!place_ok(a, t->pid, t->comm, &pl)) {
+		a->filtered++;
+		return;
+	}
+	if (a->lc)
+		lifecycle_settle(a->lc, t->pid);
+	tg = record_add_target(&a->rec, t);
+	if (!tg || record_place_target(&a->rec, tg, &pl, a->o->container_frame)) {
+		if (tg)
+			record_del_target(&a->rec, t->pid);
 		err("pid %d: out of memory", t->pid);
 		return;
 	}
@@ -286,8 +371,9 @@ static void track(struct app *a, const struct py_target *t)
 		return;
 	}
 	if (a->o->verbose)
-		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
-			t->comm, t->version_str, t->binary);
+		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s%s%s)\n",
+			t->pid, t->comm, t->version_str, t->binary,
+			pl.label[0] ? ", container " : "", pl.label);
 }
 
 static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
@@ -310,6 +396,62 @@ static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct p
 	}
 }
 
+static void untrack(struct app *a, pid_t pid)
+{
+	sampler_del_proc(a->sampler, pid);
+	tracker_forget(a->tracker, pid);
+	record_del_target(&a->rec, pid);
+	if (a->lc)
+		lifecycle_ended(a->lc, pid);
+}
+
+static bool listed(const struct opts *o, pid_t pid)
+{
+	for (int i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* A process the kernel reports new (exec, fork) or a sample shows unknown. */
+static enum pyproc_status examine(void *ctx, pid_t pid)
+{
+	struct app *a = ctx;
+	struct proc_place pl;
+	struct py_target t;
+	enum pyproc_status st;
+	char why[512], comm[TASK_COMM_LEN];
+
+	if (pid == getpid() || (a->o->npids && !listed(a->o, pid)))
+		return PYPROC_NOT_PYTHON;
+	/* the filters are cheaper than an inspection */
+	if (!procfilter_empty(&a->o->filter) &&
+	    (proc_comm(pid, comm, sizeof(comm)) || !place_ok(a, pid, comm, &pl)))
+		return PYPROC_NOT_PYTHON;
+	st = pyproc_inspect(pid, &t, why, sizeof(why));
+	if (st != PYPROC_NOT_READY && st != PYPROC_GONE && st != PYPROC_NOT_PYTHON)
+		on_found(a, pid, st, &t, why);
+	return st;
+}
+
+static void ended(void *ctx, pid_t pid, bool exec)
+{
+	struct app *a = ctx;
+
+	if (!record_target(&a->rec, pid))
+		return;
+	if (a->o->npids && !exec)
+		err("pid %d exited during the recording", pid);
+	if (a->o->verbose && exec)
+		err("pid %d ran exec: examining its new image", pid);
+	untrack(a, pid);
+}
+
+static bool tracked(void *ctx, pid_t pid)
+{
+	return record_target(&((struct app *)ctx)->rec, pid) != NULL;
+}
+
 /* Stops tracking processes that have exited (or whose pid now names another process). */
 static void reap(struct app *a, bool explicit_pids)
 {
@@ -323,9 +465,7 @@ static void reap(struct app *a, bool explicit_pids)
 		}
 		if (explicit_pids)
 			err("pid %d exited during the recording", pid);
-		sampler_del_proc(a->sampler, pid);
-		tracker_forget(a->tracker, pid);
-		record_del_target(&a->rec, pid);
+		untrack(a, pid);
 	}
 }
 
@@ -342,14 +482,58 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	int bad = 0;
 
 	for (int i = 0; i < o->npids; i++) {
+		struct proc_place pl;
 		char why[512];
 
 		if (pyproc_inspect(o->pids[i], &targets[i], why, sizeof(why)) != PYPROC_OK) {
 			err("%s", why);
 			bad++;
+		} else if (!procfilter_empty(&o->filter) &&
+			   (proc_place_read(o->pids[i], &pl) ||
+			    !procfilter_match(&o->filter, targets[i].comm, &pl))) {
+			err("pid %d: does not match --container, --cgroup or --comm", o->pids[i]);
+			bad++;
 		}
 	}
 	return bad;
+}
+
+/* Resident memory of this process, bytes. */
+static size_t rss_bytes(void)
+{
+	char buf[4096], *p;
+	ssize_t n = proc_read("/proc/self/status", buf, sizeof(buf));
+
+	p = n > 0 ? strstr(buf, "\nVmRSS:") : NULL;
+	return p ? strtoull(p + 7, NULL, 10) << 10 : 0;
+}
+
+static void print_lifecycle_stats(struct app *a)
+{
+	static const char *const names[LCM_MAX] = { "procs", "tstates", "coro_task", "task_serials",
+						    "task_links" };
+	struct lifecycle_stats ls;
+
+	if (!a->lc)
+		return;
+	lifecycle_stats(a->lc, &ls);
+	fprintf(stderr, "process events: %llu exec, %llu fork, %llu exit, %llu lost\n",
+		(unsigned long long)ls.execs, (unsigned long long)ls.forks,
+		(unsigned long long)ls.exits, (unsigned long long)ls.lost);
+	fprintf(stderr,
+		"examinations: %llu (%llu retries, %llu gave up waiting for a runtime, %zu "
+		"pending)\n",
+		(unsigned long long)ls.examined, (unsigned long long)ls.retries,
+		(unsigned long long)ls.gave_up, ls.pending);
+	fprintf(stderr, "map entries freed: %llu\n", (unsigned long long)ls.swept);
+	fprintf(stderr, "map entries:");
+	for (int m = 0; m < LCM_MAX; m++)
+		fprintf(stderr, " %s %zu", names[m], ls.entries[m]);
+	fputc('\n', stderr);
+	fprintf(stderr, "stale map entries:");
+	for (int m = 0; m < LCM_MAX; m++)
+		fprintf(stderr, " %s %zu", names[m], ls.stale[m]);
+	fputc('\n', stderr);
 }
 
 static void print_stats(struct app *a, double elapsed)
@@ -383,7 +567,15 @@ static void print_stats(struct app *a, double elapsed)
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
-	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+	fprintf(stderr, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
+		symtab_bytes(a->rec.syms) >> 10, (unsigned long long)symtab_evicted(a->rec.syms));
+	fprintf(stderr, "samples over the stack limit: %llu\n",
+		(unsigned long long)a->rec.over_limit);
+	fprintf(stderr, "processes filtered out: %llu\n", (unsigned long long)a->filtered);
+	fprintf(stderr, "task snapshots: %llu (%.3f s CPU)\n", (unsigned long long)a->snap.taken,
+		a->snap.cpu);
+	print_lifecycle_stats(a);
+	fprintf(stderr, "memory used: %zu KiB\n", rss_bytes() >> 10);
 }
 
 int main(int argc, char **argv)
@@ -394,6 +586,7 @@ int main(int argc, char **argv)
 	struct sampler_opts so = {};
 	struct discover *disc = NULL;
 	double start, next_scan;
+	int scan_ms = SCAN_INTERVAL_MS;
 	char why[512];
 	enum sampler_err se;
 	int rc;
@@ -410,6 +603,9 @@ int main(int argc, char **argv)
 		err("out of memory");
 		return EXIT_ENV;
 	}
+	symtab_set_limit(a.rec.syms, o.mem_per_process);
+	a.rec.stack_limit = o.mem_per_process;
+	snapshot_init(&a.snap, now_s());
 
 	so.freq = o.freq;
 	so.run_stats = o.stats;
@@ -433,6 +629,18 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* before the first scan, so that no process starts unseen in between */
+	{
+		struct lifecycle_ops ops = {
+			.examine = examine, .ended = ended, .tracked = tracked, .ctx = &a
+		};
+
+		if (lifecycle_open(&a.lc, a.sampler, &ops, why, sizeof(why))) {
+			err("warning: %s; processes are found by scanning /proc every second", why);
+			scan_ms = 1000;
+		}
+	}
+
 	if (o.npids) {
 		for (int i = 0; i < o.npids; i++)
 			track(&a, &targets[i]);
@@ -454,7 +662,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	start = now_s();
-	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
+	next_scan = start + scan_ms / 1000.0;
 	while (!stop) {
 		double t = now_s();
 		int wait_ms = 100;
@@ -469,16 +677,19 @@ int main(int argc, char **argv)
 			err("reading samples: %s", strerror(-rc));
 			break;
 		}
+		/* events lost: look at /proc at once */
+		if (a.lc && lifecycle_run(a.lc))
+			next_scan = 0;
+		if (o.npids && !a.rec.ntargets && !(a.lc && lifecycle_pending(a.lc))) {
+			err("all target processes exited; recording ended");
+			break;
+		}
 		if (now_s() >= next_scan) {
-			next_scan = now_s() + SCAN_INTERVAL_MS / 1000.0;
+			next_scan = now_s() + scan_ms / 1000.0;
 			sampler_poll(a.sampler, 0);
 			reap(&a, o.npids > 0);
 			if (disc)
 				discover_scan(disc, on_found, &a);
-			else if (!a.rec.ntargets) {
-				err("all target processes exited; recording ended");
-				break;
-			}
 		}
 	}
 	sampler_poll(a.sampler, 0);
@@ -493,6 +704,8 @@ int main(int argc, char **argv)
 	if (o.stats)
 		print_stats(&a, now_s() - start);
 out:
+	lifecycle_close(a.lc);
+	procfilter_free(&o.filter);
 	discover_free(disc);
 	tracker_free(a.tracker);
 	sampler_close(a.sampler);

@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 enum frame_kind {
-	FRAME_PROCESS, /* name = process name, line = pid */
+	FRAME_PROCESS, /* name = process name, line = pid, file = container label or NULL,
+			* ns_pid = its pid in the container's namespace (0: the same) */
 	FRAME_THREAD,  /* name = thread name, line = tid */
 	FRAME_PYTHON,  /* name = qualname, file, line */
 	FRAME_SPECIAL, /* name only: [truncated], [unknown], ... */
@@ -20,6 +21,7 @@ struct frame_sym {
 	const char *name;
 	const char *file;
 	int line;
+	int ns_pid;
 };
 
 struct stack_ent {
@@ -36,14 +38,28 @@ void profile_free(struct profile *p);
 /* Id of a frame, interned; file may be NULL. UINT32_MAX when out of memory. */
 uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
 		       int line);
+/* The process frame of pid: see FRAME_PROCESS. */
+uint32_t profile_process_frame(struct profile *p, const char *comm, int pid, int ns_pid,
+			       const char *container);
 const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id);
 
 /* Adds count samples of a stack; -ENOMEM on failure. */
 int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count);
 
+/* profile_add that lets a new stack in only while it fits in *budget bytes, which it
+ * then uses up: -ENOSPC when it does not fit (nothing added). */
+int profile_add_capped(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+		       size_t *budget);
+
+/* Bytes a new stack of n frames takes in the table. */
+size_t profile_stack_bytes(uint32_t n);
+
 /* Stacks, heaviest first (ties by frame ids). Freezes the profile: no profile_add after. */
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
 uint64_t profile_total(const struct profile *p);
+
+/* The container label of a stack (its process frame's), NULL on the host. */
+const char *profile_stack_container(const struct profile *p, const struct stack_ent *s);
 
 /* Writes one frame as text ("qualname (file:line)", "python3.12 (pid 1)", ...). */
 void profile_print_frame(FILE *f, const struct frame_sym *s);

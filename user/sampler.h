@@ -72,4 +72,7 @@ struct sampler_stats {
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st);
 
+/* fd of one of the sampler's maps (shared with the lifecycle tracepoints), -ENOENT. */
+int sampler_map_fd(struct sampler *s, const char *name);
+
 #endif

@@ -131,7 +131,8 @@ void task_name(const struct py_target *t, const struct task_rec *task, char *buf
 int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct task_rec *task)
 {
 	/* the serial tells apart tasks that reuse an address and coroutine address */
-	struct name_ent *e = entry(tn, t->pid, task->addr, task->serial ? task->serial : task->coro);
+	struct name_ent *e =
+		entry(tn, t->pid, task->addr, task->serial ? task->serial : task->coro);
 
 	if (!e || e->root)
 		return 0;

@@ -30,10 +30,8 @@
 #define MAX_PIDS 1024
 /* exec, fork and exit events find processes; a /proc scan only backs them up */
 #define SCAN_INTERVAL_MS 10000
-/* s between task snapshots of an asyncio process (new tasks are known at once from the
- * creation probe; snapshots find who awaits whom), and between checks that a process
- * has imported asyncio */
-#define TASKS_INTERVAL 0.5
+/* failed task reads (1 s apart) before a process is shown without tasks */
+#define ASYNC_TRIES 4
 
 static const char usage[] =
 	"usage: asyncbpf-record [-a | -p PID[,PID...]] [-F HZ] [-d SECONDS] [-o FILE]\n"
@@ -317,11 +315,17 @@ static void refresh_tasks(struct app *a)
 		snapshot_done(&a->snap, tg, now_s(), cpu_s() - cpu);
 		if (ret < 0 && !alive(tg))
 			continue; /* exited: reap() says so */
+		/* a process caught as it starts may not have built its modules yet */
+		if (ret < 0 && ++tg->async_fails < ASYNC_TRIES) {
+			tg->next_refresh = now_s() + 1;
+			continue;
+		}
 		if (ret < 0) {
 			tg->async_off = 1;
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
 			continue;
 		}
+		tg->async_fails = 0;
 		if (ret && !tg->origins && a->o->origins)
 			watch_creations(a, tg);
 	}

@@ -21,6 +21,7 @@ struct target {
 	double last_refresh, interval, snap_floor; /* see snappace.c */
 	uint64_t samples_seen;			   /* samples at the last snapshot */
 	int async_off;		 /* its asyncio could not be read: flat stacks only */
+	int async_fails;	 /* task reads failed in a row */
 	int origins;		 /* task creation is watched (or that failed, once) */
 	struct proc_place place; /* namespace pid, cgroup, container */
 	uint32_t root_frame;	 /* [container ID] above the process frame, UINT32_MAX: none */

@@ -1,6 +1,7 @@
 """A small asyncio service: a main task gathering WORKERS tasks (argument, default 3)
 that each burn about BURN_MS of CPU (default 2) in leaf() every PERIOD_MS (default 200)
-and sleep otherwise; runs for SECONDS (default forever). Prints READY once running."""
+and sleep otherwise; runs for SECONDS (default 0: forever, main awaiting the gather
+directly). Prints READY once running."""
 import asyncio
 import sys
 import time
@@ -20,6 +21,8 @@ async def worker(burn, period):
 async def main(workers, burn, period, seconds):
     print("READY", flush=True)
     tasks = [asyncio.ensure_future(worker(burn, period)) for _ in range(workers)]
+    if seconds <= 0:
+        await asyncio.gather(*tasks)
     try:
         await asyncio.wait_for(asyncio.gather(*tasks), seconds)
     except asyncio.TimeoutError:
@@ -28,5 +31,5 @@ async def main(workers, burn, period, seconds):
 
 if __name__ == "__main__":
     args = [float(a) for a in sys.argv[1:]]
-    workers, burn, period, seconds = (args + [3, 2, 200, 1e9][len(args):])[:4]
+    workers, burn, period, seconds = (args + [3, 2, 200, 0][len(args):])[:4]
     asyncio.run(main(int(workers), burn / 1000, period / 1000, seconds))

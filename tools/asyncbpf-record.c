@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -259,8 +260,10 @@ struct app {
 	struct tracker *tracker;
 	struct lifecycle *lc;
 	unsigned int unexamined;
-	uint64_t filtered;    /* Python processes the filters left out */
-	struct snappace snap; /* -a: processes whose files could not be read */
+	uint64_t filtered; /* Python processes the filters left out */
+	struct snappace snap;
+	double cpu_start; /* CPU time used before sampling started */ /* -a: processes whose files
+									 could not be read */
 	char first_unexamined[512];
 };
 
@@ -502,6 +505,16 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	return bad;
 }
 
+/* User and system CPU time of this process, s. */
+static double cpu_total(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* Resident memory of this process, bytes. */
 static size_t rss_bytes(void)
 {
@@ -580,6 +593,9 @@ static void print_stats(struct app *a, double elapsed)
 		a->snap.cpu);
 	print_lifecycle_stats(a);
 	fprintf(stderr, "memory used: %zu KiB\n", rss_bytes() >> 10);
+	fprintf(stderr, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.2f s before\n",
+		cpu_total() - a->cpu_start, 100 * (cpu_total() - a->cpu_start) / elapsed,
+		a->cpu_start);
 }
 
 int main(int argc, char **argv)
@@ -666,6 +682,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	start = now_s();
+	a.cpu_start = cpu_total();
 	next_scan = start + scan_ms / 1000.0;
 	while (!stop) {
 		double t = now_s();

@@ -51,7 +51,8 @@ void snapshot_done(struct snappace *sp, struct target *tg, double now, double cp
 
 	sp->taken++;
 	sp->cpu += cpu;
-	sp->tokens -= cpu;
+	/* one costly process pays with its own interval, not by starving the others */
+	sp->tokens = sp->tokens - cpu > -BURST ? sp->tokens - cpu : -BURST;
 	tg->snap_floor = cpu / PROC_SHARE;
 	if (active || !tg->interval)
 		tg->interval = ACTIVE_INTERVAL;

@@ -19,6 +19,11 @@ def start_recording(binary, *args, timeout=60):
     loading the BPF programs takes seconds."""
     rec = subprocess.Popen([binary] + [str(a) for a in args], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
+    return wait_sampling(rec, timeout)
+
+
+def wait_sampling(rec, timeout=60):
+    """Returns rec once it samples (its perf events are open)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and rec.poll() is None:
         try:

@@ -1,0 +1,133 @@
+"""Churn: a Python process (mixed versions, a small asyncio program) starts every 100 ms
+and exits after about 0.4 s, for 2 minutes, during one recording. No errors, no BPF map
+entry of any of them is left once they are gone (counted with bpftool in the recorder's
+own maps), and the recorder's memory stays flat after the first 30 s."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from helpers import INTERPRETERS_AVAILABLE, WORKLOADS, Recording
+from test_lifecycle import wait_sampling
+
+CHURN_SECONDS = 120
+EVERY = 0.1
+PER_PID_MAPS = ("procs", "tstates", "coro_task", "task_serials", "task_links")
+RSS_SLACK_KIB = 4096  # allocator noise; the profile itself grows by a few bytes per process
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+def bpf_map_ids(pid):
+    """Ids of the BPF maps pid holds open."""
+    ids = set()
+    for fd in os.listdir("/proc/%d/fdinfo" % pid):
+        try:
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                m = re.search(r"^map_id:\s*(\d+)", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
+def bpftool_json(*args):
+    p = subprocess.run(["bpftool", "-j"] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 0, "bpftool %s: %s" % (" ".join(args), p.stderr.decode())
+    return json.loads(p.stdout.decode() or "null")
+
+
+def entry_pid(name, entry):
+    key = entry.get("formatted", entry)["key"] if "formatted" in entry else entry["key"]
+    if isinstance(key, list):  # raw bytes as hex strings, little endian
+        raw = bytes(int(b, 16) for b in key)
+        return int.from_bytes(raw[4:8] if name == "tstates" else raw[:4], "little")
+    if isinstance(key, dict):
+        return int(key["pid"])
+    return int(key) >> 32 if name == "tstates" else int(key)
+
+
+def map_entry_pids(pid):
+    """{map name: [pid of each entry]} of the recorder's per-process maps."""
+    out = {}
+    for mid in bpf_map_ids(pid):
+        info = bpftool_json("map", "show", "id", str(mid))
+        name = info.get("name")
+        if name in PER_PID_MAPS:
+            out[name] = [entry_pid(name, e) for e in bpftool_json("map", "dump", "id", str(mid))]
+    return out
+
+
+def test_churn(root_record_bin):
+    if not INTERPRETERS_AVAILABLE:
+        pytest.skip("no supported interpreter installed")
+    if not shutil.which("bpftool"):
+        pytest.skip("no bpftool (make deps)")
+    argv = [root_record_bin, "-a", "--stats"]
+    rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           start_new_session=True)
+    churned, live, rss = [], [], []
+    try:
+        wait_sampling(rec)
+        t0 = time.monotonic()
+        next_rss = t0
+        k = 0
+        while time.monotonic() - t0 < CHURN_SECONDS:
+            py = INTERPRETERS_AVAILABLE[k % len(INTERPRETERS_AVAILABLE)]
+            k += 1
+            # one task, 5 ms of CPU every 100 ms, for 0.4 s
+            p = subprocess.Popen([py.path, os.path.join(WORKLOADS, "small_async.py"), "1", "5",
+                                  "100", "0.4"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            churned.append(p.pid)
+            live.append(p)
+            live = [q for q in live if q.poll() is None]
+            now = time.monotonic()
+            if now >= next_rss:
+                rss.append((now - t0, rss_kib(rec.pid)))
+                next_rss = now + 5
+            time.sleep(max(0, t0 + k * EVERY - time.monotonic()))
+        for q in live:
+            q.wait(timeout=30)
+        time.sleep(3)  # exits handled, entries swept (each second)
+        rss.append((time.monotonic() - t0, rss_kib(rec.pid)))
+        entries = map_entry_pids(rec.pid)
+        rec.send_signal(signal.SIGINT)
+        out, err = rec.communicate(timeout=120)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    r = Recording(argv, rec.returncode, out.decode(errors="replace"),
+                  err.decode(errors="replace"), CHURN_SECONDS)
+    assert r.rc == 0, "recording failed" + r.describe()
+    gone = set(churned)
+    named = [l for l in r.err_lines() if gone & {int(n) for n in re.findall(r"\b\d+\b", l)}]
+    assert not named, "messages about churned processes: %s" % named[:10] + r.describe()
+    bad = [l for l in r.err_lines() if l.startswith("asyncbpf-record:")
+           and "warning" not in l]
+    assert not bad, "errors: %s" % bad + r.describe()
+    assert set(entries) == set(PER_PID_MAPS), "maps found: %s" % sorted(entries)
+    leaked = {m: sum(1 for p in pids if p in gone) for m, pids in entries.items()}
+    assert not any(leaked.values()), "entries of exited processes left: %s" % leaked
+    seen = {s.pid for s in r.samples} & gone
+    at30 = [v for t, v in rss if t >= 30]
+    print("\nchurn: %d processes in %d s, %d in the profile; map entries at the end %s; "
+          "recorder RSS (s, KiB): %s" % (len(churned), CHURN_SECONDS, len(seen),
+                                         {m: len(p) for m, p in entries.items()}, rss))
+    assert len(seen) >= 10, "only %d churned processes in the profile" % len(seen)
+    assert max(at30) - at30[0] <= RSS_SLACK_KIB, (
+        "recorder memory grew after 30 s: %s (KiB)" % rss)

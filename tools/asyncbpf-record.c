@@ -515,14 +515,15 @@ static double cpu_total(void)
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-/* Resident memory of this process, bytes. */
-static size_t rss_bytes(void)
+/* Resident memory of this process, bytes: all of it (VmRSS, which counts the ring
+ * buffers' pages as they are first read) or the heap (RssAnon). */
+static size_t rss_bytes(const char *field)
 {
 	char buf[4096], *p;
 	ssize_t n = proc_read("/proc/self/status", buf, sizeof(buf));
 
-	p = n > 0 ? strstr(buf, "\nVmRSS:") : NULL;
-	return p ? strtoull(p + 7, NULL, 10) << 10 : 0;
+	p = n > 0 ? strstr(buf, field) : NULL;
+	return p ? strtoull(p + strlen(field), NULL, 10) << 10 : 0;
 }
 
 static void print_lifecycle_stats(struct app *a)
@@ -556,6 +557,7 @@ static void print_lifecycle_stats(struct app *a)
 static void print_stats(struct app *a, double elapsed)
 {
 	struct sampler_stats st;
+	size_t nstacks;
 
 	if (sampler_read_stats(a->sampler, &st)) {
 		err("cannot read statistics");
@@ -592,7 +594,10 @@ static void print_stats(struct app *a, double elapsed)
 	fprintf(stderr, "task snapshots: %llu (%.3f s CPU)\n", (unsigned long long)a->snap.taken,
 		a->snap.cpu);
 	print_lifecycle_stats(a);
-	fprintf(stderr, "memory used: %zu KiB\n", rss_bytes() >> 10);
+	fprintf(stderr, "profile: %zu KiB, %zu stacks\n",
+		profile_bytes(a->rec.prof, &nstacks) >> 10, nstacks);
+	fprintf(stderr, "memory used: %zu KiB (heap %zu KiB)\n", rss_bytes("\nVmRSS:") >> 10,
+		rss_bytes("\nRssAnon:") >> 10);
 	fprintf(stderr, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.2f s before\n",
 		cpu_total() - a->cpu_start, 100 * (cpu_total() - a->cpu_start) / elapsed,
 		a->cpu_start);

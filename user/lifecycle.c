@@ -195,7 +195,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	switch (e->kind) {
 	case LC_EXEC:
 		lc->st.execs++;
-		if (e->tracked || find_pend(lc, e->pid)) {
+		if (e->tracked || find_pend(lc, e->pid) || lc->ops.tracked(lc->ops.ctx, e->pid)) {
 			lc->ops.ended(lc->ops.ctx, e->pid, true);
 			lifecycle_ended(lc, e->pid);
 		}

@@ -23,6 +23,7 @@ struct profile {
 	struct stack_slot *stack_slots;
 	size_t stack_slots_cap;
 	uint64_t total;
+	size_t bytes; /* frames and stacks, roughly */
 	int sorted;
 };
 
@@ -132,6 +133,8 @@ static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name
 	}
 	p->frame_hash[p->nframes] = h;
 	p->frame_slots[j] = p->nframes + 1;
+	p->bytes += sizeof(*s) + sizeof(uint64_t) + 2 * sizeof(uint32_t) + strlen(name) + 1 +
+		    (file ? strlen(file) + 1 : 0);
 	return p->nframes++;
 }
 
@@ -242,6 +245,7 @@ int profile_add_capped(struct profile *p, const uint32_t *ids, uint32_t n, uint6
 	p->stacks[p->nstacks] = (struct stack_ent){ .ids = copy, .n = n, .count = count };
 	p->stack_slots[j] = (struct stack_slot){ .hash = h, .idx = ++p->nstacks };
 	p->total += count;
+	p->bytes += profile_stack_bytes(n);
 	return 0;
 }
 
@@ -272,6 +276,12 @@ const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 uint64_t profile_total(const struct profile *p)
 {
 	return p->total;
+}
+
+size_t profile_bytes(const struct profile *p, size_t *nstacks)
+{
+	*nstacks = p->nstacks;
+	return p->bytes;
 }
 
 void profile_print_frame(FILE *f, const struct frame_sym *s)

@@ -58,6 +58,9 @@ size_t profile_stack_bytes(uint32_t n);
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
 uint64_t profile_total(const struct profile *p);
 
+/* Memory the frames and stacks take (roughly), and how many stacks there are. */
+size_t profile_bytes(const struct profile *p, size_t *nstacks);
+
 /* The container label of a stack (its process frame's), NULL on the host. */
 const char *profile_stack_container(const struct profile *p, const struct stack_ent *s);
 

@@ -31,6 +31,7 @@
 #define MAX_PIDS 1024
 /* exec, fork and exit events find processes; a /proc scan only backs them up */
 #define SCAN_INTERVAL_MS 10000
+#define WARNED		 64
 /* failed task reads (1 s apart) before a process is shown without tasks */
 #define ASYNC_TRIES 4
 
@@ -262,8 +263,13 @@ struct app {
 	unsigned int unexamined;
 	uint64_t filtered; /* Python processes the filters left out */
 	struct snappace snap;
-	double cpu_start; /* CPU time used before sampling started */ /* -a: processes whose files
-									 could not be read */
+	double cpu_start; /* CPU time used before sampling started */
+	struct warned {
+		pid_t pid;
+		unsigned long long start;
+	} warned[WARNED]; /* the last processes warned about as unsupported */
+	size_t nwarned;	  /* -a: processes whose files
+									   could not be read */
 	char first_unexamined[512];
 };
 
@@ -383,16 +389,32 @@ static void track(struct app *a, const struct py_target *t)
 			pl.label[0] ? ", container " : "", pl.label);
 }
 
+/* Whether pid (this incarnation of it) was warned about already: a scan and an event
+ * may both examine it. */
+static bool warned_before(struct app *a, pid_t pid)
+{
+	unsigned long long start;
+	size_t i;
+
+	if (proc_start_time(pid, &start))
+		start = 0;
+	for (i = 0; i < WARNED; i++)
+		if (a->warned[i].pid == pid && a->warned[i].start == start)
+			return true;
+	a->warned[a->nwarned++ % WARNED] = (struct warned){ .pid = pid, .start = start };
+	return false;
+}
+
 static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
 		     const char *why)
 {
 	struct app *a = ctx;
 
-	(void)pid;
 	if (st == PYPROC_OK) {
 		track(a, t);
 	} else if (st == PYPROC_UNSUPPORTED) {
-		err("warning: %s; skipped", why);
+		if (!warned_before(a, pid))
+			err("warning: %s; skipped", why);
 	} else {
 		/* unreadable processes are usually not Python (e.g. another namespace's
 		 * init): one summary at the end, each with -v */

@@ -18,8 +18,9 @@ static void put_frame(FILE *f, const struct frame_sym *s)
 	if (n >= sizeof(buf))
 		n = sizeof(buf) - 1;
 	buf[n] = 0;
+	/* control characters too: a name read from a process as it changes may hold any */
 	for (char *p = buf; *p; p++)
-		if (*p == ';' || *p == '\n' || *p == '\r')
+		if (*p == ';' || (unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '_';
 	fputs(buf, f);
 }

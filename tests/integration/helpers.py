@@ -359,7 +359,8 @@ def show(samples, n=5, header="stacks"):
 class Recording:
     def __init__(self, argv, rc, out, err, elapsed):
         self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
-        self.samples = [Sample(l) for l in out.splitlines() if l.strip()]
+        # "\n" only: a frame may hold characters splitlines() also breaks at
+        self.samples = [Sample(l) for l in out.split("\n") if l.strip()]
 
     def err_lines(self):
         return [l for l in self.err.splitlines() if l.strip()]

@@ -92,7 +92,7 @@ def test_churn(root_record_bin):
             py = INTERPRETERS_AVAILABLE[k % len(INTERPRETERS_AVAILABLE)]
             k += 1
             # one task, 5 ms of CPU every 100 ms, for 0.4 s
-            p = subprocess.Popen([py.path, os.path.join(WORKLOADS, "small_async.py"), "1", "5",
+            p = subprocess.Popen([py.path, "-S", os.path.join(WORKLOADS, "small_async.py"), "1", "5",
                                   "100", "0.4"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             churned.append(p.pid)
@@ -118,7 +118,8 @@ def test_churn(root_record_bin):
                   err.decode(errors="replace"), CHURN_SECONDS)
     assert r.rc == 0, "recording failed" + r.describe()
     gone = set(churned)
-    named = [l for l in r.err_lines() if gone & {int(n) for n in re.findall(r"\b\d+\b", l)}]
+    named = [l for l in r.err_lines() if l.startswith("asyncbpf-record:")
+             and gone & {int(n) for n in re.findall(r"\b\d+\b", l)}]
     assert not named, "messages about churned processes: %s" % named[:10] + r.describe()
     bad = [l for l in r.err_lines() if l.startswith("asyncbpf-record:")
            and "warning" not in l]

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -640,6 +641,10 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
+	/* ELF sections read at each examination are large and short-lived: a fixed
+	 * threshold keeps them in mmap, returned on free, instead of fragmenting the heap
+	 * of a long recording */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	if (sampler_check_env(why, sizeof(why))) {
 		err("%s", why);
 		return EXIT_ENV;
@@ -708,6 +713,10 @@ int main(int argc, char **argv)
 		rc = EXIT_ENV;
 		goto out;
 	}
+	/* listed processes that exited before the exit tracepoint was attached are found
+	 * by reap(): look often, there are few */
+	if (o.npids)
+		scan_ms = 1000;
 	start = now_s();
 	a.cpu_start = cpu_total();
 	next_scan = start + scan_ms / 1000.0;

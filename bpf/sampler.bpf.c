@@ -152,8 +152,8 @@ static __always_inline __u64 serial_of(__u32 pid, __u64 task)
 }
 
 /* Is the task at addr, running coro, still the task numbered serial? */
-static __always_inline int task_alive(const struct py_proc *p, __u32 pid, __u64 addr, __u64 coro,
-				      __u64 serial)
+static __always_inline int task_alive(const struct py_proc *p, __u32 pid, __u64 addr,
+				      __u64 coro, __u64 serial)
 {
 	__u64 now = 0;
 
@@ -163,7 +163,8 @@ static __always_inline int task_alive(const struct py_proc *p, __u32 pid, __u64 
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
-static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen, __u64 *serial)
+static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen,
+				     __u64 *serial)
 {
 	struct task_key key = { .pid = pid, .addr = gen };
 	struct task_id *id = bpf_map_lookup_elem(&coro_task, &key);

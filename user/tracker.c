@@ -96,9 +96,9 @@ static int task_alive(struct tracker *tr, const struct py_target *t, const struc
 	uint64_t coro, sn;
 	int32_t state;
 
-	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) && coro == k->coro &&
-	       !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) && state == 0 &&
-	       !sampler_get_serial(tr->s, t->pid, k->task, &sn) && sn == k->serial;
+	return !mem_read(t->pid, k->task + a->task_coro, &coro, sizeof(coro)) &&
+	       coro == k->coro && !mem_read(t->pid, k->task + a->fut_state, &state, sizeof(state)) &&
+	       state == 0 && !sampler_get_serial(tr->s, t->pid, k->task, &sn) && sn == k->serial;
 }
 
 /* Removes a task's entries, each only if it still names that task. */

@@ -4,21 +4,26 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atasks.h"
 #include "command.h"
 #include "discover.h"
+#include "lifecycle.h"
 #include "outfile.h"
+#include "procfilter.h"
 #include "procfs.h"
 #include "record.h"
 #include "sampler.h"
+#include "snappace.h"
 #include "status.h"
 #include "tracker.h"
 #include "ureader.h"
@@ -30,12 +35,12 @@
 #define EXIT_ENV    2
 #define EXIT_TARGET 3
 
-#define MAX_PIDS	 1024
-#define SCAN_INTERVAL_MS 1000
-/* s between task snapshots of an asyncio process (new tasks are known at once from the
- * creation probe; snapshots find who awaits whom), and between checks that a process
- * has imported asyncio */
-#define TASKS_INTERVAL 0.5
+#define MAX_PIDS 1024
+/* exec, fork and exit events find processes; a /proc scan only backs them up */
+#define SCAN_INTERVAL_MS 10000
+#define WARNED		 64
+/* failed task reads (1 s apart) before a process is shown without tasks */
+#define ASYNC_TRIES 4
 /* ms between looks for a command's new descendants: each is sampled from the first scan
  * that finds its runtime initialised */
 #define CMD_SCAN_MS 100
@@ -48,6 +53,8 @@ static const char usage[] =
 	"                       [--format collapsed|pprof|speedscope|html] [--file-mode MODE]\n"
 	"                       [--mode cpu|wall] [--max-tasks N] [--stats] [--no-origins]\n"
 	"                       [--reader bpf|memcpy|vmreadv] [-v]\n"
+	"                       [--container ID] [--cgroup PATH] [--comm NAME]\n"
+	"                       [--container-frame] [--mem-per-process MIB]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
 	"Samples the stacks of Python processes (CPython 3.8-3.14) from BPF.\n"
@@ -69,6 +76,13 @@ static const char usage[] =
 	"      --stats            print sampling statistics on stderr at the end\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
+	"      --container ID     only processes of this container (id prefix, or the label\n"
+	"                         shown for it); repeatable\n"
+	"      --cgroup PATH      only processes in this cgroup or below; repeatable\n"
+	"      --comm NAME        only processes with this name; repeatable\n"
+	"      --container-frame  a [container ID] frame above the process of a container\n"
+	"      --mem-per-process MIB  cap on each process's symbol cache and on its stack\n"
+	"                         table (default 64; 0: none)\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
 	"      --reader READER    how stacks are read (needs -p unless bpf): bpf (default), in\n"
 	"                         the kernel on cpu-clock; memcpy, by the target itself on\n"
@@ -95,6 +109,9 @@ struct opts {
 	bool origins; /* link new tasks to their creators (uprobe on task creation) */
 	enum reader_kind reader;
 	bool wall; /* --mode wall */
+	struct procfilter filter;
+	bool container_frame;
+	size_t mem_per_process; /* bytes, 0: no cap */
 	unsigned int max_tasks;
 	char **cmd;   /* -- COMMAND ARG...: run it, profile it and its descendants */
 };
@@ -162,6 +179,11 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "file-mode", required_argument, NULL, 'm' },
 		{ "mode", required_argument, NULL, 'M' },
 		{ "max-tasks", required_argument, NULL, 'T' },
+		{ "container", required_argument, NULL, 'C' },
+		{ "cgroup", required_argument, NULL, 'G' },
+		{ "comm", required_argument, NULL, 'N' },
+		{ "container-frame", no_argument, NULL, 'K' },
+		{ "mem-per-process", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -171,6 +193,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 	o->freq = 99;
 	o->origins = true;
+	o->mem_per_process = 64 << 20;
 	o->format = OUT_COLLAPSED;
 	o->mode = OUTFILE_MODE;
 	opterr = 0;
@@ -224,6 +247,36 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'O':
 			o->origins = false;
 			break;
+		case 'C':
+		case 'G':
+		case 'N': {
+			char why[256];
+
+			if (procfilter_add(&o->filter,
+					   c == 'C'   ? FILTER_CONTAINER
+					   : c == 'G' ? FILTER_CGROUP
+						      : FILTER_COMM,
+					   optarg, why, sizeof(why))) {
+				err("%s", why);
+				return -1;
+			}
+			break;
+		}
+		case 'K':
+			o->container_frame = true;
+			break;
+		case 'P': {
+			long v;
+
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || errno || v < 0 || v > 1 << 20) {
+				err("invalid --mem-per-process '%s' (MiB, 0 to 1048576)", optarg);
+				return -1;
+			}
+			o->mem_per_process = (size_t)v << 20;
+			break;
+		}
 		case 'M':
 			if (strcmp(optarg, "cpu") && strcmp(optarg, "wall")) {
 				err("unknown mode '%s' (known: cpu, wall)", optarg);
@@ -317,7 +370,16 @@ struct app {
 	struct wallrec *wall;	 /* --mode wall */
 	struct tracker *tracker;
 	struct command *cmd;
+	struct lifecycle *lc;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
+	uint64_t filtered;	 /* Python processes the filters left out */
+	struct snappace snap;
+	double cpu_start; /* CPU time used before sampling started */
+	struct warned {
+		pid_t pid;
+		unsigned long long start;
+	} warned[WARNED]; /* the last processes warned about as unsupported */
+	size_t nwarned;
 	char first_unexamined[512];
 };
 
@@ -350,27 +412,39 @@ static void watch_creations(struct app *a, struct target *tg)
 }
 
 /* Reads the asyncio tasks of the targets that are due, so BPF can tell which task runs
- * and who awaits it. */
+ * and who awaits it. Snapshots are paced (see snapshot_due) and share a CPU budget. */
 static void refresh_tasks(struct app *a)
 {
-	double t = now_s(), t0;
+	double t = now_s();
+	size_t n = a->rec.ntargets;
 
-	for (size_t i = 0; i < a->rec.ntargets; i++) {
-		struct target *tg = &a->rec.targets[i];
+	snapshot_budget_fill(&a->snap, t);
+	for (size_t k = 0; k < n && a->snap.tokens > 0; k++) {
+		/* start where the budget ran out last time: every process gets its turn */
+		struct target *tg = &a->rec.targets[(a->snap.next + k) % n];
+		double cpu;
 		char why[512];
 		int ret;
 
-		if (tg->async_off || t < tg->next_refresh)
+		if (tg->async_off || !snapshot_due(tg, t))
 			continue;
-		t0 = now_s();
+		a->snap.next = (a->snap.next + k + 1) % n;
+		cpu = cpu_s();
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
+		snapshot_done(&a->snap, tg, now_s(), cpu_s() - cpu);
 		if (ret < 0 && !alive(tg))
 			continue; /* exited: reap() says so */
+		/* a process caught as it starts may not have built its modules yet */
+		if (ret < 0 && ++tg->async_fails < ASYNC_TRIES) {
+			tg->next_refresh = now_s() + 1;
+			continue;
+		}
 		if (ret < 0) {
 			tg->async_off = 1;
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
 			continue;
 		}
+		tg->async_fails = 0;
 		if (ret && !tg->origins && a->o->origins && a->sampler)
 			watch_creations(a, tg);
 		if (a->wall) {
@@ -378,10 +452,6 @@ static void refresh_tasks(struct app *a)
 			wallrec_set_tasks(a->wall, tg->t.pid);
 			wallrec_unlock(a->wall);
 		}
-		/* a snapshot of thousands of tasks takes long: keep them to a fifth of the time */
-		tg->next_refresh = now_s() + TASKS_INTERVAL;
-		if (tg->next_refresh < now_s() + 4 * (now_s() - t0))
-			tg->next_refresh = now_s() + 4 * (now_s() - t0);
 	}
 }
 
@@ -391,11 +461,35 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 
 	(void)size;
 	record_sample(&a->rec, s);
+	if (a->lc && !a->o->npids && !record_target(&a->rec, s->hdr.pid))
+		lifecycle_examine(a->lc, s->hdr.pid);
+}
+
+/* Where pid runs, and whether the filters take it. */
+static bool place_ok(struct app *a, pid_t pid, const char *comm, struct proc_place *pl)
+{
+	if (proc_place_read(pid, pl)) {
+		memset(pl, 0, sizeof(*pl));
+		pl->ns_pid = pid;
+	}
+	return procfilter_match(&a->o->filter, comm, pl);
 }
 
 static void track_locked(struct app *a, const struct py_target *t)
 {
-	if (!record_add_target(&a->rec, t)) {
+	struct proc_place pl;
+	struct target *tg;
+
+	if (!place_ok(a, t->pid, t->comm, &pl)) {
+		a->filtered++;
+		return;
+	}
+	if (a->lc)
+		lifecycle_settle(a->lc, t->pid);
+	tg = record_add_target(&a->rec, t);
+	if (!tg || record_place_target(&a->rec, tg, &pl, a->o->container_frame)) {
+		if (tg)
+			record_del_target(&a->rec, t->pid);
 		err("pid %d: out of memory", t->pid);
 		return;
 	}
@@ -420,8 +514,9 @@ static void track_locked(struct app *a, const struct py_target *t)
 	}
 	if (a->o->verbose) {
 		status_clear();
-		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s)\n", t->pid,
-			t->comm, t->version_str, t->binary);
+		fprintf(stderr, "asyncbpf-record: profiling pid %d (%s, Python %s, %s%s%s)\n",
+			t->pid, t->comm, t->version_str, t->binary,
+			pl.label[0] ? ", container " : "", pl.label);
 	}
 }
 
@@ -435,16 +530,32 @@ static void track(struct app *a, const struct py_target *t)
 		wallrec_unlock(a->wall);
 }
 
+/* Whether pid (this incarnation of it) was warned about already: a scan and an event
+ * may both examine it. */
+static bool warned_before(struct app *a, pid_t pid)
+{
+	unsigned long long start;
+	size_t i;
+
+	if (proc_start_time(pid, &start))
+		start = 0;
+	for (i = 0; i < WARNED; i++)
+		if (a->warned[i].pid == pid && a->warned[i].start == start)
+			return true;
+	a->warned[a->nwarned++ % WARNED] = (struct warned){ .pid = pid, .start = start };
+	return false;
+}
+
 static void on_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
 		     const char *why)
 {
 	struct app *a = ctx;
 
-	(void)pid;
 	if (st == PYPROC_OK) {
 		track(a, t);
 	} else if (st == PYPROC_UNSUPPORTED) {
-		err("warning: %s; skipped", why);
+		if (!warned_before(a, pid))
+			err("warning: %s; skipped", why);
 	} else {
 		/* unreadable processes are usually not Python (e.g. another namespace's
 		 * init): one summary at the end, each with -v */
@@ -467,8 +578,58 @@ static void untrack(struct app *a, pid_t pid)
 		wallrec_del(a->wall, pid);
 	tracker_forget(a->tracker, pid);
 	record_del_target(&a->rec, pid);
+	if (a->lc)
+		lifecycle_ended(a->lc, pid);
 	if (a->wall)
 		wallrec_unlock(a->wall);
+}
+
+static bool listed(const struct opts *o, pid_t pid)
+{
+	for (int i = 0; i < o->npids; i++)
+		if (o->pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* A process the kernel reports new (exec, fork) or a sample shows unknown. */
+static enum pyproc_status examine(void *ctx, pid_t pid)
+{
+	struct app *a = ctx;
+	struct proc_place pl;
+	struct py_target t;
+	enum pyproc_status st;
+	char why[512], comm[TASK_COMM_LEN];
+
+	/* a command's descendants are found by its own scan */
+	if (pid == getpid() || a->cmd || (a->o->npids && !listed(a->o, pid)))
+		return PYPROC_NOT_PYTHON;
+	/* the filters are cheaper than an inspection */
+	if (!procfilter_empty(&a->o->filter) &&
+	    (proc_comm(pid, comm, sizeof(comm)) || !place_ok(a, pid, comm, &pl)))
+		return PYPROC_NOT_PYTHON;
+	st = pyproc_inspect(pid, &t, why, sizeof(why));
+	if (st != PYPROC_NOT_READY && st != PYPROC_GONE && st != PYPROC_NOT_PYTHON)
+		on_found(a, pid, st, &t, why);
+	return st;
+}
+
+static void ended(void *ctx, pid_t pid, bool exec)
+{
+	struct app *a = ctx;
+
+	if (!record_target(&a->rec, pid))
+		return;
+	if (a->o->npids && !exec)
+		err("pid %d exited during the recording", pid);
+	if (a->o->verbose && exec)
+		err("pid %d ran exec: examining its new image", pid);
+	untrack(a, pid);
+}
+
+static bool tracked(void *ctx, pid_t pid)
+{
+	return record_target(&((struct app *)ctx)->rec, pid) != NULL;
 }
 
 /* A command's descendant exec'd: what is known of its former image is stale. */
@@ -510,10 +671,16 @@ static int check_pids(struct opts *o, struct py_target *targets)
 	int bad = 0;
 
 	for (int i = 0; i < o->npids; i++) {
+		struct proc_place pl;
 		char why[512];
 
 		if (pyproc_inspect(o->pids[i], &targets[i], why, sizeof(why)) != PYPROC_OK) {
 			err("%s", why);
+			bad++;
+		} else if (!procfilter_empty(&o->filter) &&
+			   (proc_place_read(o->pids[i], &pl) ||
+			    !procfilter_match(&o->filter, targets[i].comm, &pl))) {
+			err("pid %d: does not match --container, --cgroup or --comm", o->pids[i]);
 			bad++;
 		}
 	}
@@ -557,6 +724,55 @@ static uint64_t lost_samples(struct app *a, struct sampler_stats *out)
 		return ust.lost + a->rec.nomem + a->rec.unknown_pid;
 	}
 	return st.stat[STAT_LOST] + st.bad_records + a->rec.nomem + a->rec.unknown_pid;
+}
+
+/* User and system CPU time of this process, s. */
+static double cpu_total(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* Resident memory of this process, bytes: all of it (VmRSS, which counts the ring
+ * buffers' pages as they are first read) or the heap (RssAnon). */
+static size_t rss_bytes(const char *field)
+{
+	char buf[4096], *p;
+	ssize_t n = proc_read("/proc/self/status", buf, sizeof(buf));
+
+	p = n > 0 ? strstr(buf, field) : NULL;
+	return p ? strtoull(p + strlen(field), NULL, 10) << 10 : 0;
+}
+
+static void print_lifecycle_stats(struct app *a)
+{
+	static const char *const names[LCM_MAX] = { "procs", "tstates", "coro_task", "task_serials",
+						    "task_links" };
+	struct lifecycle_stats ls;
+
+	if (!a->lc)
+		return;
+	lifecycle_stats(a->lc, &ls);
+	fprintf(stderr, "process events: %llu exec, %llu fork, %llu exit, %llu lost\n",
+		(unsigned long long)ls.execs, (unsigned long long)ls.forks,
+		(unsigned long long)ls.exits, (unsigned long long)ls.lost);
+	fprintf(stderr,
+		"examinations: %llu (%llu retries, %llu gave up waiting for a runtime, %zu "
+		"pending)\n",
+		(unsigned long long)ls.examined, (unsigned long long)ls.retries,
+		(unsigned long long)ls.gave_up, ls.pending);
+	fprintf(stderr, "map entries freed: %llu\n", (unsigned long long)ls.swept);
+	fprintf(stderr, "map entries:");
+	for (int m = 0; m < LCM_MAX; m++)
+		fprintf(stderr, " %s %zu", names[m], ls.entries[m]);
+	fputc('\n', stderr);
+	fprintf(stderr, "stale map entries:");
+	for (int m = 0; m < LCM_MAX; m++)
+		fprintf(stderr, " %s %zu", names[m], ls.stale[m]);
+	fputc('\n', stderr);
 }
 
 /* The median of a cost_bucket() histogram: the middle of its bucket, in ns. */
@@ -657,7 +873,20 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
-	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+	fprintf(stderr, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
+		symtab_bytes(a->rec.syms) >> 10, (unsigned long long)symtab_evicted(a->rec.syms));
+	fprintf(stderr, "samples over the stack limit: %llu\n",
+		(unsigned long long)a->rec.over_limit);
+	fprintf(stderr, "processes filtered out: %llu\n", (unsigned long long)a->filtered);
+	fprintf(stderr, "task snapshots: %llu (%.3f s CPU)\n", (unsigned long long)a->snap.taken,
+		a->snap.cpu);
+	print_lifecycle_stats(a);
+	fprintf(stderr, "profile: %zu KiB\n", profile_bytes(a->rec.prof, &nstacks) >> 10);
+	fprintf(stderr, "memory used: %zu KiB (heap %zu KiB)\n", rss_bytes("\nVmRSS:") >> 10,
+		rss_bytes("\nRssAnon:") >> 10);
+	fprintf(stderr, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.2f s before\n",
+		cpu_total() - a->cpu_start, 100 * (cpu_total() - a->cpu_start) / elapsed,
+		a->cpu_start);
 	profile_size(a->rec.prof, &nstacks, &nframes);
 	fprintf(stderr, "distinct stacks: %zu (%zu distinct frames)\n", nstacks, nframes);
 	if (a->wall)
@@ -678,11 +907,16 @@ int main(int argc, char **argv)
 	struct sampler_stats stats;
 	enum sampler_err se;
 	uint64_t lost;
+	int scan_ms = SCAN_INTERVAL_MS;
 	int rc, exit_code = -1; /* the command's, when there is one */
 
 	o.cmd = command_split(&argc, argv);
 	if (parse_args(argc, argv, &o))
 		return EXIT_USAGE;
+	/* ELF sections read at each examination are large and short-lived: a fixed
+	 * threshold keeps them in mmap, returned on free, instead of fragmenting the heap
+	 * of a long recording */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	if (o.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
 		err("%s", why);
 		return EXIT_ENV;
@@ -698,6 +932,9 @@ int main(int argc, char **argv)
 		return EXIT_ENV;
 	}
 	profile_set_period(a.rec.prof, 1000000000ull / o.freq);
+	symtab_set_limit(a.rec.syms, o.mem_per_process);
+	a.rec.stack_limit = o.mem_per_process;
+	snapshot_init(&a.snap, now_s());
 
 	so.freq = o.freq;
 	so.run_stats = o.stats;
@@ -741,6 +978,21 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
+
+	/* before the first scan, so that no process starts unseen in between (BPF only:
+	 * the events come from tracepoints) */
+	if (a.sampler) {
+		struct lifecycle_ops ops = {
+			.examine = examine, .ended = ended, .tracked = tracked, .ctx = &a
+		};
+
+		if (lifecycle_open(&a.lc, a.sampler, &ops, why, sizeof(why))) {
+			err("warning: %s; processes are found by scanning /proc every second", why);
+			scan_ms = 1000;
+		}
+	} else {
+		scan_ms = 1000;
+	}
 
 	if (o.npids) {
 		for (int i = 0; i < o.npids; i++)
@@ -789,10 +1041,15 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* listed processes that exited before the exit tracepoint was attached are found
+	 * by reap(): look often, there are few */
+	if (o.npids)
+		scan_ms = 1000;
 	start = now_s();
+	a.cpu_start = cpu_total();
 	clock_gettime(CLOCK_REALTIME, &wall);
 	start_ns = wall.tv_sec * 1000000000ull + wall.tv_nsec;
-	next_scan = start + SCAN_INTERVAL_MS / 1000.0;
+	next_scan = start + scan_ms / 1000.0;
 	next_status = start + 1;
 	status_init();
 	while (!stop) {
@@ -810,17 +1067,20 @@ int main(int argc, char **argv)
 			err("reading samples: %s", strerror(-rc));
 			break;
 		}
+		/* events lost: look at /proc at once */
+		if (a.lc && lifecycle_run(a.lc))
+			next_scan = 0;
+		if (o.npids && !a.rec.ntargets && !(a.lc && lifecycle_pending(a.lc))) {
+			err("all target processes exited; recording ended");
+			break;
+		}
 		if (now_s() >= next_scan) {
-			next_scan = now_s() + SCAN_INTERVAL_MS / 1000.0;
+			next_scan = now_s() + scan_ms / 1000.0;
 			if (a.sampler)
 				sampler_poll(a.sampler, 0);
 			reap(&a, o.npids > 0);
 			if (disc)
 				discover_scan(disc, on_found, &a);
-			else if (!a.cmd && !a.rec.ntargets) {
-				err("all target processes exited; recording ended");
-				break;
-			}
 		}
 		if (a.cmd) {
 			command_scan(a.cmd, CMD_SCAN_MS, on_found, on_exec, &a);
@@ -864,6 +1124,8 @@ int main(int argc, char **argv)
 			exit_code = st >= 0 ? st : 128 + stop;
 	}
 out:
+	lifecycle_close(a.lc);
+	procfilter_free(&o.filter);
 	command_free(a.cmd);
 	discover_free(disc);
 	wallrec_free(a.wall);

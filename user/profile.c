@@ -26,6 +26,7 @@ struct profile {
 	uint64_t lost;
 	uint64_t period_ns;
 	uint64_t wall_ns, cpu_ns;
+	size_t bytes; /* frames and stacks, roughly */
 	int sorted, weighted;
 };
 
@@ -52,17 +53,19 @@ void profile_free(struct profile *p)
 	free(p);
 }
 
-static uint64_t frame_hash(enum frame_kind kind, const char *name, const char *file, int line)
+static uint64_t frame_hash(enum frame_kind kind, const char *name, const char *file, int line,
+			   int ns_pid)
 {
-	uint64_t h = hash_bytes(name, strlen(name), (uint64_t)kind << 32 | (uint32_t)line);
+	uint64_t h = hash_bytes(name, strlen(name),
+				(uint64_t)kind << 32 ^ (uint32_t)line ^ (uint64_t)ns_pid << 40);
 
 	return file ? hash_bytes(file, strlen(file), h) : h;
 }
 
 static int frame_eq(const struct frame_sym *s, enum frame_kind kind, const char *name,
-		    const char *file, int line)
+		    const char *file, int line, int ns_pid)
 {
-	if (s->kind != kind || s->line != line || strcmp(s->name, name))
+	if (s->kind != kind || s->line != line || s->ns_pid != ns_pid || strcmp(s->name, name))
 		return 0;
 	if (!s->file || !file)
 		return s->file == file;
@@ -89,10 +92,10 @@ static int frame_slots_grow(struct profile *p)
 	return 0;
 }
 
-uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
-		       int line)
+static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		       int line, int ns_pid)
 {
-	uint64_t h = frame_hash(kind, name, file, line);
+	uint64_t h = frame_hash(kind, name, file, line, ns_pid);
 	struct frame_sym *s;
 	size_t j;
 
@@ -102,7 +105,8 @@ uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name
 	     j = (j + 1) & (p->frame_slots_cap - 1)) {
 		uint32_t id = p->frame_slots[j] - 1;
 
-		if (p->frame_hash[id] == h && frame_eq(&p->frames[id], kind, name, file, line))
+		if (p->frame_hash[id] == h &&
+		    frame_eq(&p->frames[id], kind, name, file, line, ns_pid))
 			return id;
 	}
 	if (p->nframes == p->frames_cap) {
@@ -123,6 +127,7 @@ uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name
 	s->kind = kind;
 	s->line = line;
 	s->start_line = 0;
+	s->ns_pid = ns_pid;
 	s->name = strdup(name);
 	s->file = file ? strdup(file) : NULL;
 	if (!s->name || (file && !s->file)) {
@@ -132,7 +137,33 @@ uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name
 	}
 	p->frame_hash[p->nframes] = h;
 	p->frame_slots[j] = p->nframes + 1;
+	p->bytes += sizeof(*s) + sizeof(uint64_t) + 2 * sizeof(uint32_t) + strlen(name) + 1 +
+		    (file ? strlen(file) + 1 : 0);
 	return p->nframes++;
+}
+
+uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		       int line)
+{
+	return intern(p, kind, name, file, line, 0);
+}
+
+uint32_t profile_process_frame(struct profile *p, const char *comm, int pid, int ns_pid,
+			       const char *container)
+{
+	return intern(p, FRAME_PROCESS, comm, container && *container ? container : NULL, pid,
+		      ns_pid == pid ? 0 : ns_pid);
+}
+
+const char *profile_stack_container(const struct profile *p, const struct stack_ent *s)
+{
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct frame_sym *f = profile_frame_sym(p, s->ids[i]);
+
+		if (f && f->kind == FRAME_PROCESS)
+			return f->file;
+	}
+	return NULL;
 }
 
 const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id)
@@ -184,9 +215,24 @@ static int stack_slots_grow(struct profile *p)
 	return 0;
 }
 
+size_t profile_stack_bytes(uint32_t n)
+{
+	/* the ids, the entry, and its share of the slot table (kept at most half full) */
+	return n * sizeof(uint32_t) + 1 + sizeof(struct stack_ent) + 2 * sizeof(struct stack_slot);
+}
+
+static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+	       uint64_t wall_ns, uint64_t cpu_ns, size_t *budget);
+
 int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count)
 {
-	return profile_add_ns(p, ids, n, count, 0, 0);
+	return add(p, ids, n, count, 0, 0, NULL);
+}
+
+int profile_add_capped(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+		       size_t *budget)
+{
+	return add(p, ids, n, count, 0, 0, budget);
 }
 
 int profile_weighted(const struct profile *p)
@@ -202,6 +248,12 @@ void profile_total_ns(const struct profile *p, uint64_t *wall_ns, uint64_t *cpu_
 
 int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
 		   uint64_t wall_ns, uint64_t cpu_ns)
+{
+	return add(p, ids, n, count, wall_ns, cpu_ns, NULL);
+}
+
+static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+	       uint64_t wall_ns, uint64_t cpu_ns, size_t *budget)
 {
 	uint64_t h = hash_bytes(ids, n * sizeof(*ids), n);
 	struct stack_ent *e;
@@ -228,6 +280,11 @@ int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t 
 			return 0;
 		}
 	}
+	if (budget) {
+		if (*budget < profile_stack_bytes(n))
+			return -ENOSPC;
+		*budget -= profile_stack_bytes(n);
+	}
 	if (p->nstacks == p->stacks_cap) {
 		size_t cap = p->stacks_cap ? p->stacks_cap * 2 : 256;
 		struct stack_ent *s = realloc(p->stacks, cap * sizeof(*s));
@@ -249,6 +306,7 @@ int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t 
 	p->wall_ns += wall_ns;
 	p->cpu_ns += cpu_ns;
 	p->weighted |= wall_ns || cpu_ns;
+	p->bytes += profile_stack_bytes(n);
 	return 0;
 }
 
@@ -300,11 +358,21 @@ uint64_t profile_lost(const struct profile *p)
 	return p->lost;
 }
 
+size_t profile_bytes(const struct profile *p, size_t *nstacks)
+{
+	*nstacks = p->nstacks;
+	return p->bytes;
+}
+
 void profile_print_frame(FILE *f, const struct frame_sym *s)
 {
 	switch (s->kind) {
 	case FRAME_PROCESS:
-		fprintf(f, "%s (pid %d)", s->name, s->line);
+		if (s->file)
+			fprintf(f, "%s (pid %d, container %s pid %d)", s->name, s->line, s->file,
+				s->ns_pid ? s->ns_pid : s->line);
+		else
+			fprintf(f, "%s (pid %d)", s->name, s->line);
 		break;
 	case FRAME_THREAD:
 		fprintf(f, "%s (tid %d)", s->name, s->line);

@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 enum frame_kind {
-	FRAME_PROCESS, /* name = process name, line = pid */
+	FRAME_PROCESS, /* name = process name, line = pid, file = container label or NULL,
+			* ns_pid = its pid in the container's namespace (0: the same) */
 	FRAME_THREAD,  /* name = thread name, line = tid */
 	FRAME_PYTHON,  /* name = qualname, file, line */
 	FRAME_SPECIAL, /* name only: [truncated], [unknown], ... */
@@ -21,6 +22,7 @@ struct frame_sym {
 	const char *file;
 	int line;
 	int start_line; /* FRAME_PYTHON: the code object's first line (0: unknown) */
+	int ns_pid;	/* FRAME_PROCESS: the pid inside its pid namespace */
 };
 
 struct stack_ent {
@@ -38,6 +40,9 @@ void profile_free(struct profile *p);
 /* Id of a frame, interned; file may be NULL. UINT32_MAX when out of memory. */
 uint32_t profile_frame(struct profile *p, enum frame_kind kind, const char *name, const char *file,
 		       int line);
+/* The process frame of pid: see FRAME_PROCESS. */
+uint32_t profile_process_frame(struct profile *p, const char *comm, int pid, int ns_pid,
+			       const char *container);
 const struct frame_sym *profile_frame_sym(const struct profile *p, uint32_t id);
 size_t profile_nframes(const struct profile *p);
 /* Not part of a frame's identity: a function's first line is the same at every line. */
@@ -69,6 +74,20 @@ void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes);
  * metadata every writer records. */
 void profile_set_lost(struct profile *p, uint64_t n);
 uint64_t profile_lost(const struct profile *p);
+
+/* profile_add that lets a new stack in only while it fits in *budget bytes, which it
+ * then uses up: -ENOSPC when it does not fit (nothing added). */
+int profile_add_capped(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
+		       size_t *budget);
+
+/* Bytes a new stack of n frames takes in the table. */
+size_t profile_stack_bytes(uint32_t n);
+
+/* Memory the frames and stacks take (roughly), and how many stacks there are. */
+size_t profile_bytes(const struct profile *p, size_t *nstacks);
+
+/* The container label of a stack (its process frame's), NULL on the host. */
+const char *profile_stack_container(const struct profile *p, const struct stack_ent *s);
 
 /* Writes one frame as text ("qualname (file:line)", "python3.12 (pid 1)", ...). */
 void profile_print_frame(FILE *f, const struct frame_sym *s);

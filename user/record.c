@@ -6,9 +6,9 @@
 
 #include "record.h"
 
-/* process, thread, a marker, the thread's frames, per task a boundary and two markers
+/* a container, process, thread, a marker, the thread's frames, per task a boundary and two markers
  * around its coroutine frames, a leaf marker */
-#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 6)
+#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 7)
 
 int record_init(struct record *r)
 {
@@ -58,6 +58,8 @@ struct target *record_add_target(struct record *r, const struct py_target *t)
 	}
 	memset(tg, 0, sizeof(*tg));
 	tg->t = *t;
+	tg->root_frame = UINT32_MAX;
+	tg->stack_budget = r->stack_limit;
 	tg->proc_frame = profile_frame(r->prof, FRAME_PROCESS, t->comm, NULL, t->pid);
 	if (tg->proc_frame == UINT32_MAX) {
 		r->ntargets--;
@@ -75,6 +77,27 @@ void record_del_target(struct record *r, pid_t pid)
 	symtab_forget(r->syms, pid);
 	tasknames_forget(r->names, pid);
 	*tg = r->targets[--r->ntargets];
+}
+
+int record_place_target(struct record *r, struct target *tg, const struct proc_place *pl,
+			bool root_frame)
+{
+	char name[CGROUP_PATH_LEN + 16];
+	uint32_t id;
+
+	id = profile_process_frame(r->prof, tg->t.comm, tg->t.pid, pl->ns_pid, pl->label);
+	if (id == UINT32_MAX)
+		return -ENOMEM;
+	tg->proc_frame = id;
+	tg->place = *pl;
+	tg->root_frame = UINT32_MAX;
+	if (root_frame && pl->label[0]) {
+		snprintf(name, sizeof(name), "[container %s]", pl->label);
+		tg->root_frame = profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+		if (tg->root_frame == UINT32_MAX)
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 static uint32_t special(struct record *r, const char *name)
@@ -162,6 +185,7 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 	struct target *tg = record_target(r, h->pid);
 	uint32_t ids[MAX_IDS], n = 0;
 	char comm[TASK_COMM_LEN + 1];
+	int ret;
 
 	if (!tg) {
 		r->unknown_pid++;
@@ -170,6 +194,8 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 	tg->samples++;
 	memcpy(comm, h->comm, TASK_COMM_LEN);
 	comm[TASK_COMM_LEN] = 0;
+	if (tg->root_frame != UINT32_MAX)
+		ids[n++] = tg->root_frame;
 	ids[n++] = tg->proc_frame;
 	if (h->flags & SAMPLE_SUSPENDED)
 		ids[n++] = special(r, "[suspended tasks]");
@@ -190,6 +216,20 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 			r->nomem++;
 			return;
 		}
-	if (profile_add_ns(r->prof, ids, n, 1, wall_ns, cpu_ns))
+	if (!r->stack_limit || wall_ns || cpu_ns) {
+		if (profile_add_ns(r->prof, ids, n, 1, wall_ns, cpu_ns))
+			r->nomem++;
+		return;
+	}
+	ret = profile_add_capped(r->prof, ids, n, 1, &tg->stack_budget);
+	if (ret == -ENOSPC) {
+		/* the process's table is full: count the sample under its thread */
+		r->over_limit++;
+		n = tg->root_frame != UINT32_MAX ? 3 : 2;
+		ids[n++] = special(r, "[stack limit]");
+		if (ids[n - 1] == UINT32_MAX || profile_add(r->prof, ids, n, 1))
+			r->nomem++;
+	} else if (ret) {
 		r->nomem++;
+	}
 }

@@ -448,13 +448,6 @@ int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_l
 				    0);
 }
 
-int sampler_map_fd(struct sampler *s, const char *name)
-{
-	struct bpf_map *m = bpf_object__find_map_by_name(s->skel->obj, name);
-
-	return m ? bpf_map__fd(m) : -1;
-}
-
 int sampler_poll(struct sampler *s, int timeout_ms)
 {
 	/* BPF wakes us only when the ring fills up: drain it after the wait either way */
@@ -501,4 +494,11 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 	}
 	st->bad_records = s->bad_records;
 	return 0;
+}
+
+int sampler_map_fd(struct sampler *s, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(s->skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -ENOENT;
 }

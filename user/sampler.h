@@ -64,8 +64,8 @@ int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_l
  * constructor at offset in path. Detached by sampler_del_proc. */
 int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
 
-/* The fd of one of the BPF object's maps by name (for another object to share it), -1 if
- * there is none. */
+/* The fd of one of the BPF object's maps by name (for another object to share it: the
+ * lifecycle tracepoints, the wall-clock iterator), -ENOENT if there is none. */
 int sampler_map_fd(struct sampler *s, const char *name);
 
 /* Delivers pending records to the callback, waiting up to timeout_ms; -errno on error. */
@@ -79,5 +79,6 @@ struct sampler_stats {
 };
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st);
+
 
 #endif

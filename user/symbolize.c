@@ -19,6 +19,15 @@ struct entry {
 	uint32_t fp;
 	uint64_t code;
 	struct py_code c;
+	struct entry *newer, *older; /* the process's entries, most recently used first */
+	size_t bytes;
+};
+
+/* A process's entries, for its memory cap and for forgetting it. */
+struct owner {
+	pid_t pid;
+	size_t bytes;
+	struct entry *newest, *oldest;
 };
 
 /* Open addressing with linear probing; entries are allocated one by one so that the
@@ -27,6 +36,11 @@ struct symtab {
 	struct entry **slot;
 	size_t cap; /* power of two */
 	size_t n;
+	struct owner *owners;
+	size_t nowners, owners_cap;
+	size_t limit; /* bytes per process, 0: none */
+	size_t bytes;
+	uint64_t evicted;
 };
 
 static const struct py_code unknown_code;
@@ -69,7 +83,70 @@ void symtab_free(struct symtab *st)
 		if (st->slot[i])
 			entry_free(st->slot[i]);
 	free(st->slot);
+	free(st->owners);
 	free(st);
+}
+
+static struct owner *owner_of(struct symtab *st, pid_t pid, int add)
+{
+	struct owner *o;
+
+	for (size_t i = 0; i < st->nowners; i++)
+		if (st->owners[i].pid == pid)
+			return &st->owners[i];
+	if (!add)
+		return NULL;
+	if (st->nowners == st->owners_cap) {
+		size_t cap = st->owners_cap ? st->owners_cap * 2 : 16;
+
+		o = realloc(st->owners, cap * sizeof(*o));
+		if (!o)
+			return NULL;
+		st->owners = o;
+		st->owners_cap = cap;
+	}
+	o = &st->owners[st->nowners++];
+	*o = (struct owner){ .pid = pid };
+	return o;
+}
+
+static void unlink_entry(struct owner *o, struct entry *e)
+{
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		o->newest = e->older;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		o->oldest = e->newer;
+	e->newer = e->older = NULL;
+}
+
+static void push_newest(struct owner *o, struct entry *e)
+{
+	e->older = o->newest;
+	e->newer = NULL;
+	if (o->newest)
+		o->newest->newer = e;
+	o->newest = e;
+	if (!o->oldest)
+		o->oldest = e;
+}
+
+void symtab_set_limit(struct symtab *st, size_t bytes_per_process)
+{
+	st->limit = bytes_per_process;
+}
+
+size_t symtab_bytes(const struct symtab *st)
+{
+	return st->bytes;
+}
+
+uint64_t symtab_evicted(const struct symtab *st)
+{
+	return st->evicted;
 }
 
 static void place(struct symtab *st, struct entry *e)
@@ -178,16 +255,40 @@ fail:
 	memset(c, 0, sizeof(*c));
 }
 
+static void slot_delete(struct symtab *st, size_t i);
+
+/* Takes e out of the table and its owner's list, and frees it. */
+static void remove_entry(struct symtab *st, struct owner *o, struct entry *e)
+{
+	size_t i = slot_of(st, e->pid, e->code, e->fp);
+
+	while (st->slot[i] != e)
+		i = (i + 1) & (st->cap - 1);
+	slot_delete(st, i);
+	unlink_entry(o, e);
+	o->bytes -= e->bytes;
+	st->bytes -= e->bytes;
+	st->n--;
+	entry_free(e);
+}
+
 const struct py_code *symtab_code(struct symtab *st, const struct py_target *t, uint64_t code,
 				  uint32_t fp)
 {
 	size_t i = slot_of(st, t->pid, code, fp);
 	struct entry *e;
 
+	struct owner *o = owner_of(st, t->pid, 1);
+
+	if (!o)
+		return &unknown_code;
 	for (; st->slot[i]; i = (i + 1) & (st->cap - 1)) {
 		e = st->slot[i];
-		if (e->pid == t->pid && e->code == code && e->fp == fp)
+		if (e->pid == t->pid && e->code == code && e->fp == fp) {
+			unlink_entry(o, e);
+			push_newest(o, e);
 			return &e->c;
+		}
 	}
 	if ((st->n + 1) * 2 > st->cap && grow(st, st->cap * 2))
 		return &unknown_code;
@@ -198,7 +299,18 @@ const struct py_code *symtab_code(struct symtab *st, const struct py_target *t, 
 	e->code = code;
 	e->fp = fp;
 	code_read(&e->c, t, code, fp);
+	e->bytes = sizeof(*e) + 2 * sizeof(*st->slot) + e->c.linetable_len +
+		   (e->c.qualname ? strlen(e->c.qualname) + 1 : 0) +
+		   (e->c.filename ? strlen(e->c.filename) + 1 : 0);
+	/* the least recently used entries of the process make room: read again if needed */
+	while (st->limit && o->oldest && o->bytes + e->bytes > st->limit) {
+		remove_entry(st, o, o->oldest);
+		st->evicted++;
+	}
 	place(st, e);
+	push_newest(o, e);
+	o->bytes += e->bytes;
+	st->bytes += e->bytes;
 	st->n++;
 	return &e->c;
 }
@@ -240,20 +352,13 @@ static void slot_delete(struct symtab *st, size_t i)
 
 void symtab_forget(struct symtab *st, pid_t pid)
 {
-	size_t i, gone;
+	struct owner *o = owner_of(st, pid, 0);
 
-	/* A deletion may shift an entry of pid into a slot already passed: scan again. */
-	do {
-		gone = 0;
-		for (i = 0; i < st->cap; i++) {
-			while (st->slot[i] && st->slot[i]->pid == pid) {
-				entry_free(st->slot[i]);
-				slot_delete(st, i);
-				st->n--;
-				gone++;
-			}
-		}
-	} while (gone);
+	if (!o)
+		return;
+	while (o->oldest)
+		remove_entry(st, o, o->oldest);
+	*o = st->owners[--st->nowners];
 }
 
 size_t symtab_size(const struct symtab *st)

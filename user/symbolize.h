@@ -38,4 +38,10 @@ void symtab_forget(struct symtab *st, pid_t pid);
 /* Entries cached, for --stats. */
 size_t symtab_size(const struct symtab *st);
 
+/* Caps the memory of each process's entries: beyond it the least recently used go
+ * (and are read again if needed). 0: no cap. */
+void symtab_set_limit(struct symtab *st, size_t bytes_per_process);
+size_t symtab_bytes(const struct symtab *st);
+uint64_t symtab_evicted(const struct symtab *st);
+
 #endif

@@ -42,8 +42,16 @@ static uint64_t key_hash(pid_t pid, uint64_t addr, uint64_t coro)
 
 static int grow(struct tasknames *tn)
 {
-	size_t cap = tn->cap ? tn->cap * 2 : 256;
-	struct name_ent *tab = calloc(cap, sizeof(*tab));
+	size_t cap = tn->cap ? tn->cap * 2 : 256, live = 0;
+	struct name_ent *tab;
+
+	/* entries of exited processes are tombstones: when they are most of the table,
+	 * rehash in place rather than double */
+	for (size_t i = 0; i < tn->cap; i++)
+		live += tn->tab[i].pid > 0;
+	if (tn->cap && live * 4 < tn->cap)
+		cap = tn->cap;
+	tab = calloc(cap, sizeof(*tab));
 
 	if (!tab)
 		return -ENOMEM;
@@ -154,7 +162,8 @@ void task_name(const struct py_target *t, const struct task_rec *task, char *buf
 int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct task_rec *task)
 {
 	/* the serial tells apart tasks that reuse an address and coroutine address */
-	struct name_ent *e = entry(tn, t->pid, task->addr, task->serial ? task->serial : task->coro);
+	struct name_ent *e =
+		entry(tn, t->pid, task->addr, task->serial ? task->serial : task->coro);
 
 	if (!e || e->root)
 		return 0;

@@ -85,8 +85,9 @@ void frame_text(const struct frame_sym *s, char *buf, size_t len)
 	if (n >= len)
 		n = len - 1;
 	buf[n] = 0;
+	/* control characters too: a name read from a process as it changes may hold any */
 	for (char *p = buf; *p; p++)
-		if (*p == ';' || *p == '\n' || *p == '\r')
+		if (*p == ';' || (unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '_';
 }
 

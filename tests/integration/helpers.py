@@ -268,7 +268,8 @@ class Proc:
         return False
 
 
-PROC_RE = re.compile(r"^(.*) \(pid (\d+)\)$")
+PROC_RE = re.compile(r"^(.*) \(pid (\d+)(?:, container (.*) pid (\d+))?\)$")
+CONTAINER_FRAME_RE = re.compile(r"^\[container (.*)\]$")
 THREAD_RE = re.compile(r"^(.*) \(tid (\d+)\)$")
 FRAME_RE = re.compile(r"^(.+?) \((.*):(-?\d+)\)$")
 TRUNCATED = "[truncated]"
@@ -307,10 +308,17 @@ class Sample:
         assert sep and count.isdigit() and int(count) > 0, "bad count in line: %r" % raw
         self.count = int(count)
         parts = stack.split(";")
+        m = CONTAINER_FRAME_RE.match(parts[0])
+        self.root = m.group(1) if m else None  # --container-frame's label
+        if m:
+            parts = parts[1:]
         assert len(parts) >= 2, "no process and thread frames in line: %r" % raw
         m = PROC_RE.match(parts[0])
         assert m, "bad process frame %r in line: %.300r" % (parts[0], raw)
         self.comm, self.pid = m.group(1), int(m.group(2))
+        # a process in a container: its label and its pid in there
+        self.container = m.group(3)
+        self.ns_pid = int(m.group(4)) if m.group(4) else None
         m = THREAD_RE.match(parts[1])
         assert m, "bad thread frame %r in line: %.300r" % (parts[1], raw)
         self.tname, self.tid = m.group(1), int(m.group(2))
@@ -371,7 +379,8 @@ LOST = "[lost samples]"
 class Recording:
     def __init__(self, argv, rc, out, err, elapsed):
         self.argv, self.rc, self.out, self.err, self.elapsed = argv, rc, out, err, elapsed
-        lines = [l for l in out.splitlines() if l.strip()]
+        # "\n" only: a frame may hold characters splitlines() also breaks at
+        lines = [l for l in out.split("\n") if l.strip()]
         # samples taken but not recorded: one last line "[lost samples] N", when any
         lost = [l for l in lines if l.startswith(LOST + " ")]
         assert len(lost) <= 1 and (not lost or lines[-1] == lost[0]), (

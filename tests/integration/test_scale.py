@@ -1,0 +1,101 @@
+"""Scale: 100 Python processes of mixed versions, each running a small asyncio service,
+recorded with -a -F 99 for 30 s once all are running. Every one must be in the profile. The recorder's own
+CPU time and peak memory are measured and printed (never asserted: the machine is
+shared); run with -s to see them."""
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from helpers import INTERPRETERS_AVAILABLE, Recording, Workload
+from test_lifecycle import wait_sampling
+
+NPROCS = 100
+SECONDS = 30
+
+
+def cpu_of(pid):
+    """User + system CPU seconds of pid so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class MemWatch:
+    """Peak resident memory of a process (VmHWM), read until it exits."""
+
+    def __init__(self, pid):
+        self.pid, self.peak_kib, self.done = pid, 0, False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done:
+            try:
+                with open("/proc/%d/status" % self.pid) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.5)
+
+    def stop(self):
+        self.done = True
+        self.thread.join()
+
+
+def test_hundred_processes(root_record_bin):
+    if not INTERPRETERS_AVAILABLE:
+        pytest.skip("no supported interpreter installed")
+    argv = [root_record_bin, "-a", "-F", "99", "--stats"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    # its own session, hence its own scheduler autogroup: not one more among the 100.
+    # It loads while the workloads start; the 30 s count from when all are ready.
+    rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           start_new_session=True)
+    mem = MemWatch(rec.pid)
+    with contextlib.ExitStack() as stack:
+        stack.callback(lambda: rec.poll() is None and rec.kill())
+        loads = []
+        for k in range(NPROCS):
+            py = INTERPRETERS_AVAILABLE[k % len(INTERPRETERS_AVAILABLE)]
+            # 2 tasks, 1 ms of CPU each every 500 ms: 0.4% of a core per process
+            w = Workload(py.path, "small_async.py", 2, 1, 500, reap=False)
+            w.argv.insert(1, "-S")  # no site: 100 start-ups cost less
+            stack.callback(w.__exit__, None, None, None)
+            loads.append((py, w.start()))
+        for _, w in loads:
+            w.wait_ready()
+        wait_sampling(rec)
+        t_ready = time.monotonic()
+        cpu_ready = cpu_of(rec.pid)
+        time.sleep(SECONDS)
+        cpu_steady = cpu_of(rec.pid) - cpu_ready
+        rec.send_signal(signal.SIGINT)
+        out, err = rec.communicate(timeout=120)
+        elapsed = time.monotonic() - t0
+        mem.stop()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = Recording(argv, rec.returncode, out.decode(errors="replace"),
+                  err.decode(errors="replace"), elapsed)
+    assert r.rc == 0, "recording failed" + r.describe()
+    missing = [(py.id, w.pid) for py, w in loads if not r.of_pid(w.pid)]
+    assert not missing, "%d of %d processes absent: %s" % (
+        len(missing), NPROCS, missing[:20]) + r.describe()
+    stats = dict(l.split(": ", 1) for l in r.err_lines() if ": " in l
+                 and not l.startswith("asyncbpf-record"))
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print("\nscale: %d processes (%s), ready after %.1f s; recorder: %.2f s CPU in the %d s "
+          "with all running (%.2f%% of a core), %.2f s CPU in all (%.1f s: loading, every "
+          "start examined), peak RSS %d KiB; its stats: %s" % (
+              NPROCS, ", ".join(sorted({py.id for py, _ in loads})), t_ready - t0,
+              cpu_steady, SECONDS, 100 * cpu_steady / SECONDS, cpu, elapsed, mem.peak_kib,
+              stats))
+    assert int(stats["processes"]) >= NPROCS, "stats count fewer processes" + r.describe()

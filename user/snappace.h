@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Pacing of asyncio task snapshots: often while a process is sampled, rarely while it
+ * is idle, never more than a share of a core per process, and all of them within a
+ * global CPU budget. */
+#ifndef ASYNCBPF_SNAPPACE_H
+#define ASYNCBPF_SNAPPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+struct snappace {
+	double tokens, filled; /* CPU seconds left in the budget, when last refilled */
+	size_t next;	       /* target to look at first */
+	uint64_t taken;	       /* snapshots taken */
+	double cpu;	       /* CPU seconds they used */
+};
+
+void snapshot_init(struct snappace *sp, double now);
+/* Refills the budget for the time since the last call. */
+void snapshot_budget_fill(struct snappace *sp, double now);
+/* Whether tg's tasks should be read now. */
+bool snapshot_due(const struct target *tg, double now);
+/* Records a snapshot of tg that used cpu seconds, and plans the next one. */
+void snapshot_done(struct snappace *sp, struct target *tg, double now, double cpu);
+
+/* CPU time of this thread, s. */
+double cpu_s(void);
+
+#endif

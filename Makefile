@@ -29,6 +29,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/tes
 HEADERS := $(wildcard bpf/*.h user/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
+.PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak
 

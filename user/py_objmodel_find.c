@@ -90,6 +90,7 @@ static void build(void)
 		om->async.task_name = a->task_name;
 		om->async.task_size = a->task_size;
 		om->async.futureiter_future = FUTUREITER_FUTURE;
+		om->async.tuple_items = om->tuple_items;
 		if (a->wakeup_task)
 			om->async.wakeup_task = a->wakeup_task;
 	}

@@ -376,10 +376,8 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	} else {
 		t->proc.layout = *l;
 		t->om = py_objmodel_find(t->version);
-		if (t->om) {
+		if (t->om)
 			t->proc.async = t->om->async;
-			t->proc.async.tuple_items = t->om->tuple_items;
-		}
 	}
 	err = mem_read(in->pid, t->proc.runtime + l->runtime_interp_head, &head, sizeof(head));
 	if (err)

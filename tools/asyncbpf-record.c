@@ -113,7 +113,7 @@ struct opts {
 	bool container_frame;
 	size_t mem_per_process; /* bytes, 0: no cap */
 	unsigned int max_tasks;
-	char **cmd;   /* -- COMMAND ARG...: run it, profile it and its descendants */
+	char **cmd; /* -- COMMAND ARG...: run it, profile it and its descendants */
 };
 
 static volatile sig_atomic_t stop;
@@ -403,7 +403,8 @@ static void watch_creations(struct app *a, struct target *tg)
 	ret = atasks_task_init(&tg->t, path, sizeof(path), &off);
 	if (!ret)
 		ret = sampler_attach_task_init(a->sampler, tg->t.pid, path, off);
-	if (ret) {
+	/* a process that exited meanwhile is not worth a warning: reap() drops it */
+	if (ret && alive(tg)) {
 		snprintf(why, sizeof(why), "%s", strerror(-ret));
 		err("warning: pid %d: cannot watch task creation (%s); tasks whose creator "
 		    "returned are shown as roots",

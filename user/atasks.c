@@ -392,7 +392,8 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		int ret;
 
 		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &serial, &l) ||
-		    l.kind != LINK_ORIGIN || l.child_serial != serial || l.child_coro != a->v[i].coro)
+		    l.kind != LINK_ORIGIN || l.child_serial != serial ||
+		    l.child_coro != a->v[i].coro)
 			continue;
 		/* the parent's address may hold a newer task by now */
 		p = atasks_find(a, l.parent);
@@ -419,7 +420,7 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 			if (!p->name)
 				return -ENOMEM;
 		}
-link:
+	link:
 		a->v[i].parents[a->v[i].nparents++] = p->addr;
 	}
 	return 0;

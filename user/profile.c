@@ -221,8 +221,8 @@ size_t profile_stack_bytes(uint32_t n)
 	return n * sizeof(uint32_t) + 1 + sizeof(struct stack_ent) + 2 * sizeof(struct stack_slot);
 }
 
-static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
-	       uint64_t wall_ns, uint64_t cpu_ns, size_t *budget);
+static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count, uint64_t wall_ns,
+	       uint64_t cpu_ns, size_t *budget);
 
 int profile_add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count)
 {
@@ -252,8 +252,8 @@ int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t 
 	return add(p, ids, n, count, wall_ns, cpu_ns, NULL);
 }
 
-static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count,
-	       uint64_t wall_ns, uint64_t cpu_ns, size_t *budget)
+static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count, uint64_t wall_ns,
+	       uint64_t cpu_ns, size_t *budget)
 {
 	uint64_t h = hash_bytes(ids, n * sizeof(*ids), n);
 	struct stack_ent *e;

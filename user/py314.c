@@ -21,8 +21,8 @@ struct dbg314 {
 	struct {
 		uint64_t size, id, next, threads_head, threads_main, gc, imports_modules, sysdict,
 			builtins, ceval_gil, gil_runtime_state, gil_runtime_state_enabled,
-			gil_runtime_state_locked, gil_runtime_state_holder,
-			code_object_generation, tlbc_generation;
+			gil_runtime_state_locked, gil_runtime_state_holder, code_object_generation,
+			tlbc_generation;
 	} interpreter_state;
 	struct {
 		uint64_t size, prev, next, interp, current_frame, thread_id, native_thread_id,
@@ -96,8 +96,8 @@ struct aio314 {
 enum {
 	FRAME_OWNED_BY_INTERPRETER = 3, /* entry shims; 4 (C stack) is skipped with it */
 	FRAME_SUSPENDED_YIELD_FROM = -1,
-	STACKREF_TAG_BITS = 1, /* _PyStackRef: bit 0 marks a deferred reference */
-	COMPACT_EXTRA = 16,    /* PyCompactUnicodeObject: utf8_length, utf8 after the ASCII head */
+	STACKREF_TAG_BITS = 1,	/* _PyStackRef: bit 0 marks a deferred reference */
+	COMPACT_EXTRA = 16,	/* PyCompactUnicodeObject: utf8_length, utf8 after the ASCII head */
 	UNICODE_KIND_SHIFT = 2, /* state: interned:2, kind:3, compact:1, ascii:1 */
 	UNICODE_COMPACT_BIT = 5,
 	UNICODE_ASCII_BIT = 6,
@@ -133,7 +133,8 @@ static int read_debug(pid_t pid, uint64_t runtime, uint32_t version, struct dbg3
 		return -1;
 	}
 	if (memcmp(d->cookie, "xdebugpy", 8)) {
-		snprintf(why, len, "Python 3.14.%u without _Py_DebugOffsets at _PyRuntime, not supported",
+		snprintf(why, len,
+			 "Python 3.14.%u without _Py_DebugOffsets at _PyRuntime, not supported",
 			 PYV_MICRO(version));
 		return -1;
 	}
@@ -151,12 +152,12 @@ static int read_debug(pid_t pid, uint64_t runtime, uint32_t version, struct dbg3
 }
 
 /* Stores v into a 16-bit layout field; a value out of range fails the whole layout. */
-#define PUT(dst, v)                                     \
-	do {                                            \
-		uint64_t v_ = (v);                      \
-		if (v_ > 0xffff)                        \
-			bad = #dst;                     \
-		(dst) = (__u16)v_;                      \
+#define PUT(dst, v)                                                                                \
+	do {                                                                                       \
+		uint64_t v_ = (v);                                                                 \
+		if (v_ > 0xffff)                                                                   \
+			bad = #dst;                                                                \
+		(dst) = (__u16)v_;                                                                 \
 	} while (0)
 
 int py314_layout(pid_t pid, uint32_t version, struct py_proc *proc, char *why, size_t len)

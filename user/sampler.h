@@ -80,5 +80,4 @@ struct sampler_stats {
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st);
 
-
 #endif

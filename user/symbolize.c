@@ -202,8 +202,8 @@ static bool code_alive(const struct py_target *t, uint64_t code, uint32_t fp)
 	struct pw_scratch scratch;
 	uint64_t refcnt;
 
-	if (t->proc.layout.object_type != 8 || mem_read(t->pid, code, &refcnt, 8) ||
-	    refcnt == 0 || refcnt > UINT32_MAX)
+	if (t->proc.layout.object_type != 8 || mem_read(t->pid, code, &refcnt, 8) || refcnt == 0 ||
+	    refcnt > UINT32_MAX)
 		return false;
 	vmwalk_target(t->pid);
 	return pw_code_fp(&t->proc, code, &scratch) == fp;

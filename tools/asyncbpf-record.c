@@ -403,7 +403,12 @@ static void watch_creations(struct app *a, struct target *tg)
 	ret = atasks_task_init(&tg->t, path, sizeof(path), &off);
 	if (!ret)
 		ret = sampler_attach_task_init(a->sampler, tg->t.pid, path, off);
-	/* a process that exited meanwhile is not worth a warning: reap() drops it */
+	/* a process starting or exiting has its files and maps come and go: try again at
+	 * its next snapshot, and warn only when it keeps failing while it lives */
+	if ((ret == -ENOENT || ret == -ESRCH) && ++tg->origin_tries < 3) {
+		tg->origins = 0;
+		return;
+	}
 	if (ret && alive(tg)) {
 		snprintf(why, sizeof(why), "%s", strerror(-ret));
 		err("warning: pid %d: cannot watch task creation (%s); tasks whose creator "

@@ -22,7 +22,8 @@ struct target {
 	uint64_t samples_seen;			   /* samples at the last snapshot */
 	int async_off;		 /* its asyncio could not be read: flat stacks only */
 	int async_fails;	 /* task reads failed in a row */
-	int origins;		 /* task creation is watched (or that failed, once) */
+	int origins;		 /* task creation is watched (or that failed for good) */
+	int origin_tries;	 /* failed attempts at watching task creation */
 	struct proc_place place; /* namespace pid, cgroup, container */
 	uint32_t root_frame;	 /* [container ID] above the process frame, UINT32_MAX: none */
 	size_t stack_budget;	 /* bytes its new stacks may still take (limit set) */

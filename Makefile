@@ -86,7 +86,7 @@ test: deps
 # integration suite runs only SAN_INTERPRETERS: the oldest and the newest supported lines.
 SAN_OUT := build-san
 SAN_INTERPRETERS ?= pyenv-3.8,pyenv-3.13
-SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1
 # the torn-read stress test already ran its full minute on the plain build
 SAN_ENV += ASYNCBPF_STRESS_SECONDS=20
 

@@ -256,7 +256,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 			wr->capbuf = l->ntasks;
 		}
 	}
-	if (l->ntasks <= wr->capbuf) {
+	if (l->ntasks && l->ntasks <= wr->capbuf) {
 		memcpy(wr->buf, l->tasks, l->ntasks * sizeof(*wr->buf));
 		wr->nbuf = l->ntasks;
 	}

@@ -162,7 +162,8 @@ int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t 
 		return -ENOENT;
 	if (n > WALL_MAX_TASKS)
 		n = WALL_MAX_TASKS;
-	memcpy(w->skel->bss->tasks, tasks, n * sizeof(*tasks));
+	if (n)
+		memcpy(w->skel->bss->tasks, tasks, n * sizeof(*tasks));
 	w->skel->bss->ntasks = n;
 	w->skel->bss->tasks_pending = n > 0;
 	fd = bpf_iter_create(bpf_link__fd(it->link));

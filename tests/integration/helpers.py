@@ -15,6 +15,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.path.join(REPO, os.environ.get("ASYNCBPF_BUILD") or "build")
 RECORD = os.path.join(BUILD, "asyncbpf-record")
 TASKS = os.path.join(BUILD, "asyncbpf-tasks")
+
+
+def _asan_build():
+    try:
+        with open(RECORD, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+# AddressSanitizer keeps freed memory in a quarantine (256 MiB by default) and adds shadow
+# pages, so RSS says nothing about the recorder's own growth in that build; LeakSanitizer
+# checks leaks at exit instead (a leak makes the exit status non-zero).
+ASAN = _asan_build()
 # Comma-separated interpreter ids or their prefixes ("pyenv-3.8,pyenv-3.13"): the tests
 # run only these; the others are reported as skipped.
 SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split(",") if s.strip()]

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, WORKLOADS, Recording
+from helpers import ASAN, INTERPRETERS_AVAILABLE, WORKLOADS, Recording
 from test_lifecycle import wait_sampling
 
 CHURN_SECONDS = 120
@@ -144,6 +144,10 @@ def test_churn(root_record_bin):
           % (len(churned), CHURN_SECONDS, len(seen), {m: len(p) for m, p in entries.items()},
              rss, stats["profile"], stats))
     assert len(seen) >= 10, "only %d churned processes in the profile" % len(seen)
+    if ASAN:
+        print("heap flatness not checked: an ASan build's RSS holds its quarantine of freed "
+              "memory; LeakSanitizer checked leaks at exit (exit status 0 asserted above)")
+        return
     assert at30[-1] - at30[0] <= profile_kib + HEAP_SLACK_KIB, (
         "recorder heap grew after 30 s by more than its %d KiB profile: %s"
         % (profile_kib, rss))

@@ -20,10 +20,14 @@ extern void bpf_task_release(struct task_struct *p) __ksym;
  * task pointer cannot be kept in a global, so each read looks the thread up by tid. */
 __u32 read_tid;
 
+static __always_inline void stat_inc(__u32 idx);
+
 static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 {
 	struct task_struct *t = bpf_task_from_pid(read_tid);
 	long ret = -1;
+
+	stat_inc(WSTAT_READS);
 
 	if (t) {
 		ret = bpf_copy_from_user_task(dst, len, (const void *)addr, t, 0);

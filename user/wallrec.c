@@ -9,6 +9,12 @@
 #include "wall.h"
 #include "wallrec.h"
 
+/* Suspended-task walks of a tick take at most this share of the tick period, so that the
+ * ticks keep their rate whatever the number of tasks; the first tick of a process walks
+ * WALL_FIRST_TASKS at most, to measure their cost. */
+#define WALL_BUDGET_PCT 50
+#define WALL_FIRST_TASKS 64
+
 struct cpu_ent {
 	uint64_t key; /* pid << 32 | tid, 0 = empty */
 	uint64_t cpu_ns;
@@ -18,6 +24,7 @@ struct cpu_ent {
 struct proc_ent {
 	pid_t pid;
 	uint64_t ns;
+	uint64_t task_ns; /* what a walked task costs, measured (0: not yet) */
 	struct wall_task *tasks;
 	size_t ntasks, cap;
 };
@@ -28,6 +35,7 @@ struct wallrec {
 	struct tracker *tr;
 	struct wallrec_opts o;
 	uint64_t period, next;
+	uint64_t deadline; /* the tick's task walks end by then */
 	pthread_t thread;
 	pthread_mutex_t mu;
 	int running, stop;
@@ -44,7 +52,8 @@ struct wallrec {
 	uint64_t dt;
 	uint64_t leaves, sampled;
 	/* statistics */
-	uint64_t ticks, late, run_errors, capped, tick_ns;
+	uint64_t ticks, late, run_errors, capped, budgeted, tick_ns;
+	uint64_t listed, walked;
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 };
@@ -237,11 +246,28 @@ void wallrec_set_tasks(struct wallrec *wr, pid_t pid)
 	tracker_leaves(wr->tr, pid, add_leaf, wr);
 }
 
+/* How many of n tasks this tick can walk: all if they fit in the process's share of what
+ * is left of the tick's budget at the measured cost per task, else as many as fit (at
+ * least one). The estimate includes the process's thread walks, so it errs towards fewer;
+ * its fixed point fills the budget exactly. */
+static size_t tasks_that_fit(struct wallrec *wr, const struct proc_ent *l, size_t n,
+			     size_t procs_left, uint64_t now)
+{
+	uint64_t left = wr->deadline > now ? wr->deadline - now : 0, fit;
+
+	if (!l->task_ns)
+		return n < WALL_FIRST_TASKS ? n : WALL_FIRST_TASKS;
+	fit = left / (procs_left ? procs_left : 1) / l->task_ns;
+	return fit >= n ? n : fit ? fit : 1;
+}
+
 /* One process's tick: its threads and a uniform sample of its suspended leaf tasks. */
-static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
+static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 {
 	struct proc_ent *l = proc_of(wr, tg->t.pid);
-	size_t k, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
+	size_t k, fit, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
+	uint64_t now = mono_ns(), took;
+	int ret;
 
 	if (!l)
 		return 0;
@@ -265,6 +291,11 @@ static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 	k = wr->nbuf < cap ? wr->nbuf : cap;
 	if (k < wr->nbuf)
 		wr->capped++;
+	fit = tasks_that_fit(wr, l, k, procs_left, now);
+	if (fit < k) {
+		k = fit;
+		wr->budgeted++;
+	}
 	/* the first k of a partial Fisher-Yates shuffle: k of n, each equally likely */
 	for (size_t i = 0; i < k; i++) {
 		size_t j = i + next_rand(wr) % (wr->nbuf - i);
@@ -275,7 +306,16 @@ static int tick_proc(struct wallrec *wr, struct target *tg, uint64_t now)
 	}
 	wr->leaves = wr->nbuf;
 	wr->sampled = k ? k : 1;
-	return wall_run(wr->w, tg->t.pid, wr->buf, k);
+	wr->listed += wr->nbuf;
+	wr->walked += k;
+	ret = wall_run(wr->w, tg->t.pid, wr->buf, k);
+	if (k) {
+		took = (mono_ns() - now) / k;
+		l->task_ns = l->task_ns ? (3 * l->task_ns + took) / 4 : took;
+		if (!l->task_ns)
+			l->task_ns = 1;
+	}
+	return ret;
 }
 
 static void tick(struct wallrec *wr)
@@ -291,8 +331,9 @@ static void tick(struct wallrec *wr)
 		wr->next += wr->period * 4 / 5 + next_rand(wr) % (wr->period * 2 / 5 + 1);
 	wr->ticks++;
 	wr->stopped = now;
+	wr->deadline = now + wr->period * WALL_BUDGET_PCT / 100;
 	for (size_t i = 0; i < wr->rec->ntargets; i++)
-		if (tick_proc(wr, &wr->rec->targets[i], now))
+		if (tick_proc(wr, &wr->rec->targets[i], wr->rec->ntargets - i))
 			wr->run_errors++;
 	wr->tick_ns += mono_ns() - now;
 }
@@ -365,11 +406,18 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 	fprintf(f, "wall thread samples: %llu\n", (unsigned long long)st.stat[WSTAT_THREADS]);
 	fprintf(f, "wall task samples: %llu (ticks capped by --max-tasks: %llu)\n",
 		(unsigned long long)st.stat[WSTAT_TASKS], (unsigned long long)wr->capped);
+	fprintf(f,
+		"wall tasks per tick: %.1f listed, %.1f walked (ticks cut to the time budget: "
+		"%llu)\n",
+		wr->ticks ? (double)wr->listed / wr->ticks : 0.0,
+		wr->ticks ? (double)wr->walked / wr->ticks : 0.0, (unsigned long long)wr->budgeted);
 	fprintf(f, "wall tasks skipped: %llu ended, %llu running (sampled as their thread)\n",
 		(unsigned long long)st.stat[WSTAT_TASK_GONE],
 		(unsigned long long)st.stat[WSTAT_TASK_ACTIVE]);
 	fprintf(f, "wall time: threads %.3f s, suspended tasks %.3f s; cpu time %.3f s\n",
 		wr->wall_threads / 1e9, wr->wall_tasks / 1e9, wr->cpu_total / 1e9);
+	fprintf(f, "wall reads: %llu (%.1f per tick)\n", (unsigned long long)st.stat[WSTAT_READS],
+		wr->ticks ? (double)st.stat[WSTAT_READS] / wr->ticks : 0.0);
 	fprintf(f, "wall no thread state: %llu\n", (unsigned long long)st.stat[WSTAT_NO_TSTATE]);
 	fprintf(f, "wall read errors: %llu\n", (unsigned long long)st.stat[WSTAT_READ_ERR]);
 	fprintf(f, "wall truncated: %llu\n", (unsigned long long)st.stat[WSTAT_TRUNCATED]);

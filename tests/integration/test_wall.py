@@ -22,6 +22,7 @@ from helpers import (INTERPRETERS, WORKLOADS, Workload, assert_one_error_line, m
 TOLERANCE = 0.07  # share points, wall mode against the measured truth
 TOTALS = 0.05  # relative, wall time totals against elapsed time
 IDLE_TASKS = 5000
+KEEP_UP = 0.85  # ticks taken / expected, idle tasks without and with --max-tasks
 SMALL_IDLE = 20
 CPU_WAIT = 0.10  # most of a waiting function's share of its task's CPU samples
 PROC_RE = re.compile(r"^(.*) \(pid (\d+)\)$")
@@ -291,7 +292,12 @@ def check_totals(rec, pid, capped):
     tasks = sum(s.value for s in sts if s.suspended)
     idle_waits = sum(s.value for s in sts if s.suspended and "idle_wait" in s.funcs())
     taken = stat(rec, r"^wall ticks: (\d+) taken, (\d+) expected")
-    assert int(taken.group(1)) > 0
+    # the task walks of a tick are held to half its period: the ticks keep their rate
+    assert int(taken.group(1)) >= KEEP_UP * int(taken.group(2)), (
+        "ticks did not keep up" + rec.describe())
+    per_tick = stat(rec, r"^wall tasks per tick: ([\d.]+) listed, ([\d.]+) walked")
+    assert float(per_tick.group(1)) >= 0.99 * IDLE_TASKS, "not every task listed" + rec.describe()
+    assert float(per_tick.group(2)) >= 1, "no task walked" + rec.describe()
     stat(rec, r"^bpf run time per tick: \d+ us")
     if capped:
         stat(rec, r"^wall task samples: \d+ \(ticks capped by --max-tasks: [1-9]")

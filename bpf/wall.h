@@ -35,7 +35,7 @@ enum wall_stat {
 	WSTAT_NO_TSTATE,
 	WSTAT_READ_ERR,
 	WSTAT_TRUNCATED,
-	WSTAT_LOST, /* ring buffer full */
+	WSTAT_LOST,  /* ring buffer full */
 	WSTAT_READS, /* reads of the target's memory */
 	WSTAT_MAX,
 };

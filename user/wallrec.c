@@ -12,7 +12,7 @@
 /* Suspended-task walks of a tick take at most this share of the tick period, so that the
  * ticks keep their rate whatever the number of tasks; the first tick of a process walks
  * WALL_FIRST_TASKS at most, to measure their cost. */
-#define WALL_BUDGET_PCT 50
+#define WALL_BUDGET_PCT	 50
 #define WALL_FIRST_TASKS 64
 
 struct cpu_ent {

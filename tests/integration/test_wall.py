@@ -1,11 +1,13 @@
 """Wall-clock mode (--mode wall): every thread and every suspended asyncio task sampled at
 each tick, weighted by the time it stands for (collapsed values in microseconds).
 
-Two phases of concurrent recordings serve every test: (1) one wall and one CPU recording
-of wall_ab.py (task A waits 70% / computes 30%, task B the reverse) and wall_block.py (a
-thread blocked in a socket read) on every interpreter; (2) two wall recordings of
-wall_idle.py (5,000 tasks awaiting one event) on one interpreter, without and with
---max-tasks 50. The truth of wall_ab.py is what each task measured of itself."""
+Concurrent recordings serve every test: (1) one wall and one CPU recording of wall_ab.py
+(task A waits 70% / computes 30%, task B the reverse) on the oldest and the newest
+interpreter, with wall_block.py (a thread blocked in a socket read) and a small
+wall_idle.py on every interpreter; wall_ab.py on the others two at a time, when their
+tests first need it; (2) two wall recordings of wall_idle.py (5,000 tasks awaiting one
+event) on one interpreter, without and with --max-tasks 50. The truth of wall_ab.py is
+what each task measured of itself."""
 import contextlib
 import json
 import os
@@ -127,11 +129,44 @@ def run_all(jobs):
     return out
 
 
-def ab_interps():
-    """The oldest and the newest interpreter: wall_ab.py keeps a CPU busy, too many at
-    once on a shared machine starve one another."""
+def ab_batches():
+    """wall_ab.py keeps a CPU busy: too many at once on a shared machine starve one another,
+    so it runs two interpreters at a time, the oldest and the newest first."""
     interps = sorted((i for i in INTERPRETERS if not i.missing), key=lambda i: i.version)
-    return interps[:1] + interps[-1:] if len(interps) > 1 else interps
+    first = interps[:1] + interps[-1:] if len(interps) > 1 else interps
+    rest = [i for i in interps if i not in first]
+    return [first] + [rest[k:k + 2] for k in range(0, len(rest), 2)]
+
+
+def run_ab(stack, root_record_bin, ab_interps, others=()):
+    """Starts wall_ab.py on ab_interps (and the workloads others), records them 8 s in wall
+    mode (everything) and in CPU mode (wall_ab.py only), concurrently."""
+    tmp = stack.enter_context(tempfile.TemporaryDirectory())
+    truth = {i.id: os.path.join(tmp, "%s.json" % i.id) for i in ab_interps}
+    loads = [Workload(i.path, "wall_ab.py", truth[i.id], timeout=60) for i in ab_interps]
+    start_all(stack, loads + list(others))
+    pids = ",".join(str(w.pid) for w in loads + list(others))
+    started = threading.Event()
+    before = {}
+
+    def on_start():
+        # loading BPF takes long on a busy machine: the truth starts with the ticks
+        before.update({k: json.load(open(f)) for k, f in truth.items()})
+        started.set()
+
+    wall, cpu = run_all([
+        ((root_record_bin, "--mode", "wall", "-p", pids, "-d", 8, "--stats", "-v"),
+         dict(timeout=240, on_start=on_start)),
+        ((root_record_bin, "-p", ",".join(str(w.pid) for w in loads), "-F", 199, "-d", 8),
+         dict(timeout=240)),
+    ])
+    after = {k: json.load(open(f)) for k, f in truth.items()}
+    assert started.is_set(), "wall recording never started" + wall.describe()
+    assert wall.rc == 0, "wall recording failed" + wall.describe()
+    assert cpu.rc == 0, "cpu recording failed" + cpu.describe()
+    spent = {k: {f: after[k][f] - before[k][f] for f in after[k]} for k in after}
+    return dict(wall=wall, cpu=cpu, spent=spent,
+                ab={i.id: w for i, w in zip(ab_interps, loads)})
 
 
 @pytest.fixture(scope="module")
@@ -140,49 +175,39 @@ def ab(root_record_bin):
     if not interps:
         pytest.skip("no supported interpreter installed")
     with contextlib.ExitStack() as stack:
-        tmp = stack.enter_context(tempfile.TemporaryDirectory())
-        truth = {i.id: os.path.join(tmp, "%s.json" % i.id) for i in ab_interps()}
-        loads = [Workload(i.path, "wall_ab.py", truth[i.id], timeout=60) for i in ab_interps()]
         blocks = [Workload(i.path, "wall_block.py", timeout=60) for i in interps]
         idles = [Workload(i.path, "wall_idle.py", SMALL_IDLE, timeout=60) for i in interps]
-        start_all(stack, loads + blocks + idles)
-        pids = ",".join(str(w.pid) for w in loads + blocks + idles)
-        started = threading.Event()
-        before = {}
-
-        def on_start():
-            # loading BPF takes long on a busy machine: the truth starts with the ticks
-            before.update({k: json.load(open(f)) for k, f in truth.items()})
-            started.set()
-
-        wall, cpu = run_all([
-            ((root_record_bin, "--mode", "wall", "-p", pids, "-d", 8, "--stats", "-v"),
-             dict(timeout=240, on_start=on_start)),
-            ((root_record_bin, "-p", ",".join(str(w.pid) for w in loads), "-F", 199, "-d",
-              8), dict(timeout=240)),
-        ])
-        after = {k: json.load(open(f)) for k, f in truth.items()}
-        assert started.is_set(), "wall recording never started" + wall.describe()
-        assert wall.rc == 0, "wall recording failed" + wall.describe()
-        assert cpu.rc == 0, "cpu recording failed" + cpu.describe()
-        spent = {k: {f: after[k][f] - before[k][f] for f in after[k]} for k in after}
-        yield dict(wall=wall, cpu=cpu, spent=spent,
-                   ab={i.id: w for i, w in zip(ab_interps(), loads)},
-                   block={i.id: w for i, w in zip(interps, blocks)},
+        res = run_ab(stack, root_record_bin, ab_batches()[0], blocks + idles)
+        res.update(block={i.id: w for i, w in zip(interps, blocks)},
                    idle={i.id: w for i, w in zip(interps, idles)})
+        yield res
 
 
-def ab_workload(ab, interp):
-    if interp.id not in ab["ab"]:
-        pytest.skip("wall_ab.py runs on the oldest and newest interpreter only (%s)"
-                    % ", ".join(sorted(ab["ab"])))
-    return ab["ab"][interp.id]
+@pytest.fixture(scope="module")
+def ab_more(root_record_bin):
+    """The other batches of wall_ab.py, each run when a test first needs it."""
+    done = {}
+
+    def get(interp):
+        batch = next(b for b in ab_batches()[1:] if interp in b)
+        key = tuple(i.id for i in batch)
+        if key not in done:
+            with contextlib.ExitStack() as stack:
+                done[key] = run_ab(stack, root_record_bin, batch)
+        return done[key]
+    return get
 
 
-def test_wall_shares(ab, interp):
+def ab_run(ab, ab_more, interp):
+    """The recordings holding interp's wall_ab.py, and that workload."""
+    res = ab if interp.id in ab["ab"] else ab_more(interp)
+    return res, res["ab"][interp.id]
+
+
+def test_wall_shares(ab, ab_more, interp):
     """Each task's wall time splits between waiting and computing as the task measured."""
-    w = ab_workload(ab, interp)
-    rec, spent = ab["wall"], ab["spent"][interp.id]
+    res, w = ab_run(ab, ab_more, interp)
+    rec, spent = res["wall"], res["spent"][interp.id]
     sts = stacks(rec, w.pid)
     for wait, work in (("wait_a", "work_a"), ("wait_b", "work_b")):
         w, c = value_of(sts, wait), value_of(sts, work)
@@ -204,11 +229,12 @@ def test_wall_shares(ab, interp):
         "suspended stacks of neither wait_a nor wait_b:\n%s" % show(odd))
 
 
-def test_cpu_mode_excludes_waiting(ab, interp):
+def test_cpu_mode_excludes_waiting(ab, ab_more, interp):
     """CPU mode: the waiting functions are (next to) absent, and CPU spent in a loop
     callback outside any task is never charged to a task."""
-    rec = ab["cpu"]
-    sts = stacks(rec, ab_workload(ab, interp).pid)
+    res, w = ab_run(ab, ab_more, interp)
+    rec = res["cpu"]
+    sts = stacks(rec, w.pid)
     in_a = sum(s.value for s in sts if {"work_a", "wait_a"} & set(s.funcs()))
     in_b = sum(s.value for s in sts if {"work_b", "wait_b"} & set(s.funcs()))
     assert in_a >= 10 and in_b >= 10, "too few samples in tasks A and B:\n%s%s" % (

@@ -109,6 +109,18 @@ struct {
 	__type(value, __u64);
 } wstats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16);
+	__type(key, struct task_key);
+	__type(value, struct name_ent);
+} task_names SEC(".maps");
+
+/* Not on the stack, which the walk has used up: a new cache entry starts as no_name and
+ * is filled in place; the key is a global like read_tid (one run at a time). */
+const struct name_ent no_name;
+struct task_key name_key;
+
 /* Userspace drains it after every run: it needs to hold one process's tick. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -163,31 +175,57 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __
 	return ts;
 }
 
-/* Task names, liveness and chains as the CPU sampler reads them. */
-static __always_inline __u64 copy_name(const struct py_proc *p, __u64 task, __u32 *kind, char *buf)
+/* Task names, liveness and chains as the CPU sampler reads them. A name is copied once:
+ * while the task keeps its serial and its name object, the object is alive (the task
+ * holds it) and immutable, so the cached copy is its text. Serials are unique across
+ * processes, so a reused pid or address cannot hit. */
+static __always_inline __u64 copy_name(const struct py_proc *p, __u32 pid, __u64 task, __u64 serial,
+				       __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
-	__u64 name = 0, type = 0, len = 0;
-	__u32 state = 0;
+	__u64 name = 0, v = 0; /* one scratch word for type, state and length: stack is short */
+	struct name_ent *c;
+	int ascii;
 
 	*kind = NAME_NONE;
-	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
-	    pw_read(&type, 8, name + y->object_type))
+	if (pw_read(&name, 8, task + p->async.task_name) || !name)
 		return name;
-	if (type == p->long_type && p->long_type) {
-		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
-			*kind = NAME_LONG;
+	name_key.pid = pid;
+	name_key.addr = task;
+	c = bpf_map_lookup_elem(&task_names, &name_key);
+	if (c && serial && c->serial == serial && c->name_obj == name) {
+		*kind = c->kind;
+		__builtin_memcpy(buf, c->name, TASK_NAME_LEN);
+		stat_inc(WSTAT_NAME_HITS);
 		return name;
 	}
-	if (type != p->str_type || !p->str_type || pw_read(&state, 4, name + y->unicode_state) ||
-	    pw_read(&len, 8, name + y->unicode_length))
+	if (pw_read(&v, 8, name + y->object_type))
 		return name;
-	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
-	    len >= TASK_NAME_LEN)
-		return name;
-	__builtin_memset(buf, 0, TASK_NAME_LEN);
-	if (!pw_read(buf, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
-		*kind = NAME_ASCII;
+	if (v == p->long_type && p->long_type) {
+		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
+			*kind = NAME_LONG;
+	} else if (v == p->str_type && p->str_type) {
+		v = 0;
+		ascii = !pw_read(&v, 4, name + y->unicode_state) &&
+			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
+		if (ascii && !pw_read(&v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
+			__builtin_memset(buf, 0, TASK_NAME_LEN);
+			if (!pw_read(buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+				*kind = NAME_ASCII;
+		}
+	}
+	if (serial && *kind != NAME_NONE) {
+		if (!c) {
+			bpf_map_update_elem(&task_names, &name_key, &no_name, BPF_NOEXIST);
+			c = bpf_map_lookup_elem(&task_names, &name_key);
+		}
+		if (c) {
+			c->serial = serial;
+			c->name_obj = name;
+			c->kind = *kind;
+			__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
+		}
+	}
 	return name;
 }
 
@@ -302,7 +340,7 @@ static long task_step(__u32 i, void *ctx)
 		}
 		return 1;
 	}
-	t->name_obj = copy_name(p, w->cur, &t->name_kind, t->name);
+	t->name_obj = copy_name(p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
 	if (w->cur_flags & TASK_CYCLE)
 		return 1;
 	if (i > 0 || w->own) {

@@ -11,22 +11,9 @@
 
 #include "asyncbpf.h"
 #include "lcevent.h"
+#include "maps.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct py_proc);
-} procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u64);
-} tstates SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

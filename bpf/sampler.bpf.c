@@ -21,6 +21,8 @@ static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 
 #include "pywalk.h"
+#define MAPS_TASKS
+#include "maps.h"
 
 #define RB_BYTES      (8 << 20)
 #define RB_WAKE_BYTES (RB_BYTES / 4)
@@ -35,21 +37,6 @@ struct scratch {
 	struct py_sample s;
 	struct pw_scratch pw;
 };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct py_proc);
-} procs SEC(".maps");
-
-/* (tgid << 32 | tid) -> PyThreadState, revalidated on every use. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u64);
-} tstates SEC(".maps");
 
 /* [0] for samples, [1] for task creation (a uprobe may run under a sample on the CPU) */
 struct {
@@ -79,32 +66,8 @@ struct {
 	__uint(max_entries, RB_BYTES);
 } events SEC(".maps");
 
-/* coroutine -> the task running it, from userspace snapshots and task creation */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 17);
-	__type(key, struct task_key);
-	__type(value, struct task_id);
-} coro_task SEC(".maps");
-
-/* task address -> serial of the task that lives there now */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 17);
-	__type(key, struct task_key);
-	__type(value, __u64);
-} task_serials SEC(".maps");
-
 /* serials of tasks seen created; userspace numbers the others from SERIAL_USER up */
 __u64 next_serial;
-
-/* task -> the task it is linked to: an awaiter (userspace) or its creator */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 17);
-	__type(key, struct task_key);
-	__type(value, struct task_link);
-} task_links SEC(".maps");
 
 static __always_inline void stat_inc(__u32 idx)
 {

@@ -45,6 +45,9 @@ static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 
 #include "pywalk.h"
+/* the sampler's maps, shared with it: processes, thread states and the asyncio maps */
+#define MAPS_TASKS
+#include "maps.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -57,43 +60,6 @@ struct scratch {
 	struct wall_sample w;
 	struct pw_scratch pw;
 };
-
-/* The sampler's maps, shared with it (bpf_map__reuse_fd): processes, thread states, and
- * the asyncio maps userspace and the task-creation probe keep. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_PROCS);
-	__type(key, __u32);
-	__type(value, struct py_proc);
-} procs SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u64);
-	__type(value, __u64);
-} tstates SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 17);
-	__type(key, struct task_key);
-	__type(value, struct task_id);
-} coro_task SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 17);
-	__type(key, struct task_key);
-	__type(value, __u64);
-} task_serials SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 17);
-	__type(key, struct task_key);
-	__type(value, struct task_link);
-} task_links SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The maps the CPU sampler (sampler.bpf.c) owns and the other programs share: userspace
+ * makes wall.bpf.c and lifecycle.bpf.c reuse the sampler's fds (bpf_map__reuse_fd), so
+ * the definitions must match. An includer that walks tasks defines MAPS_TASKS for the
+ * asyncio maps too (a map declared and unused would still be allocated). */
+#ifndef ASYNCBPF_MAPS_H
+#define ASYNCBPF_MAPS_H
+
+#include "asyncbpf.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PROCS);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+} procs SEC(".maps");
+
+/* (tgid << 32 | tid) -> PyThreadState, revalidated on every use. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u64);
+} tstates SEC(".maps");
+
+#ifdef MAPS_TASKS
+/* coroutine -> the task running it, from userspace snapshots and task creation */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, struct task_id);
+} coro_task SEC(".maps");
+
+/* task address -> serial of the task that lives there now */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, __u64);
+} task_serials SEC(".maps");
+
+/* task -> the task it is linked to: an awaiter (userspace) or its creator */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 17);
+	__type(key, struct task_key);
+	__type(value, struct task_link);
+} task_links SEC(".maps");
+#endif
+
+#endif

@@ -47,6 +47,32 @@ struct {
 	__type(key, struct task_key);
 	__type(value, struct task_link);
 } task_links SEC(".maps");
+
+/* the asyncio lookups pywalk.h declares */
+static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
+{
+	struct task_key key = { .pid = pid, .addr = coro };
+
+	return bpf_map_lookup_elem(&coro_task, &key);
+}
+
+static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+	__u64 *sn = bpf_map_lookup_elem(&task_serials, &key);
+
+	if (!sn)
+		return -1;
+	*serial = *sn;
+	return 0;
+}
+
+static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+
+	return bpf_map_lookup_elem(&task_links, &key);
+}
 #endif
 
 #endif

@@ -109,31 +109,6 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __
 	return ts;
 }
 
-static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
-{
-	struct task_key key = { .pid = pid, .addr = coro };
-
-	return bpf_map_lookup_elem(&coro_task, &key);
-}
-
-static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
-{
-	struct task_key key = { .pid = pid, .addr = task };
-	__u64 *sn = bpf_map_lookup_elem(&task_serials, &key);
-
-	if (!sn)
-		return -1;
-	*serial = *sn;
-	return 0;
-}
-
-static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task)
-{
-	struct task_key key = { .pid = pid, .addr = task };
-
-	return bpf_map_lookup_elem(&task_links, &key);
-}
-
 /* Walks the current thread's frames into sc; returns the thread state (0: none). */
 static __always_inline __u64 walk_thread(const struct py_proc *p, __u64 id, struct scratch *sc)
 {

@@ -93,31 +93,6 @@ struct {
 	__uint(max_entries, 32 << 20);
 } wall_events SEC(".maps");
 
-static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
-{
-	struct task_key key = { .pid = pid, .addr = coro };
-
-	return bpf_map_lookup_elem(&coro_task, &key);
-}
-
-static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
-{
-	struct task_key key = { .pid = pid, .addr = task };
-	__u64 *sn = bpf_map_lookup_elem(&task_serials, &key);
-
-	if (!sn)
-		return -1;
-	*serial = *sn;
-	return 0;
-}
-
-static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task)
-{
-	struct task_key key = { .pid = pid, .addr = task };
-
-	return bpf_map_lookup_elem(&task_links, &key);
-}
-
 static __always_inline void stat_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&wstats, &idx);

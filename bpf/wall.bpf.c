@@ -170,64 +170,6 @@ static __always_inline __u64 copy_name(const struct py_proc *p, __u32 pid, __u64
 	return name;
 }
 
-static __always_inline __u64 serial_of(__u32 pid, __u64 task)
-{
-	struct task_key key = { .pid = pid, .addr = task };
-	__u64 *serial = bpf_map_lookup_elem(&task_serials, &key);
-
-	return serial ? *serial : 0;
-}
-
-static __always_inline int task_alive(const struct py_proc *p, __u32 pid, __u64 addr, __u64 coro,
-				      __u64 serial)
-{
-	__u64 now = 0;
-
-	if (serial && serial_of(pid, addr) != serial)
-		return 0;
-	return !pw_read(&now, 8, addr + p->async.task_coro) && now == coro;
-}
-
-static __always_inline __u64 task_of(const struct py_proc *p, __u32 pid, __u64 gen, __u64 *serial)
-{
-	struct task_key key = { .pid = pid, .addr = gen };
-	struct task_id *id = bpf_map_lookup_elem(&coro_task, &key);
-	__u64 t, sn;
-
-	if (!id)
-		return 0;
-	t = id->task;
-	sn = id->serial;
-	if (!task_alive(p, pid, t, gen, sn))
-		return 0;
-	*serial = sn;
-	return t;
-}
-
-struct find_running {
-	const struct py_proc *p;
-	struct pw_scratch *s;
-	__u32 pid, idx;
-	__u64 task, coro, serial;
-};
-
-static long find_running_step(__u32 i, void *ctx)
-{
-	struct find_running *f = ctx;
-	__u32 k = i & (PW_MAX_GENS - 1);
-	__u64 t;
-
-	if (i >= f->s->ngens)
-		return 1;
-	t = task_of(f->p, f->pid, f->s->gen[k], &f->serial);
-	if (!t)
-		return 0;
-	f->task = t;
-	f->coro = f->s->gen[k];
-	f->idx = f->s->gen_idx[k];
-	return 1;
-}
-
 struct task_walk {
 	const struct py_proc *p;
 	struct py_sample *smp;
@@ -306,7 +248,7 @@ static long task_step(__u32 i, void *ctx)
 	w->cur_coro = link->parent_coro;
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	if (!task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
+	if (!pw_task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
 		w->cur_flags |= TASK_ENDED;
 	bpf_loop(MAX_TASKS, in_chain_step, w, 0);
 	return 0;
@@ -376,7 +318,7 @@ static long suspended_step(__u32 i, void *ctx)
 	/* masked where the verifier sees it: clang would reuse the unmasked i */
 	asm volatile("%0 &= 0x1fff" : "+r"(k));
 	wt = &tasks[k];
-	if (!task_alive(x->p, x->pid, wt->task, wt->coro, wt->serial)) {
+	if (!pw_task_alive(x->p, x->pid, wt->task, wt->coro, wt->serial)) {
 		stat_inc(WSTAT_TASK_GONE);
 		return 0;
 	}
@@ -407,9 +349,9 @@ static long suspended_step(__u32 i, void *ctx)
 static __always_inline void thread_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
 {
 	struct task_walk w = { .p = p, .pid = pid };
-	struct find_running f = { .p = p, .s = &sc->pw, .pid = pid };
+	struct pw_running f = { .p = p, .s = &sc->pw, .pid = pid };
 
-	bpf_loop(PW_MAX_GENS, find_running_step, &f, 0);
+	pw_find_running(&f);
 	if (!f.task)
 		return;
 	w.cur = f.task;

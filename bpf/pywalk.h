@@ -423,32 +423,47 @@ static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct 
 }
 
 /* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task) into
- * buf; returns the name object. */
-static PW_INLINE __u64 pw_copy_name(const struct py_proc *p, __u64 task, __u32 *kind, char *buf)
+ * buf; returns the name object. An includer that defines PW_NAME_CACHE provides
+ * pw_name_cached() and pw_name_save(): while a task keeps its serial and its name object,
+ * the object is alive (the task holds it) and a str never changes, so a copy made once
+ * stays right. */
+static PW_INLINE __u64 pw_copy_name(const struct py_proc *p, __u32 pid, __u64 task, __u64 serial,
+				    __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
-	__u64 name = 0, type = 0, len = 0;
-	__u32 state = 0;
+	__u64 name = 0, v = 0; /* one scratch word for type, state and length: stack is short */
+	int ascii;
 
 	*kind = NAME_NONE;
-	if (pw_read(&name, 8, task + p->async.task_name) || !name ||
-	    pw_read(&type, 8, name + y->object_type))
+	if (pw_read(&name, 8, task + p->async.task_name) || !name)
 		return name;
-	if (type == p->long_type && p->long_type) {
+#ifdef PW_NAME_CACHE
+	if (serial && pw_name_cached(pid, task, serial, name, kind, buf))
+		return name;
+#endif
+	if (pw_read(&v, 8, name + y->object_type))
+		return name;
+	if (v == p->long_type && p->long_type) {
 		/* ob_size or lv_tag, then the first digits: enough for any task counter */
 		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
 			*kind = NAME_LONG;
-		return name;
+	} else if (v == p->str_type && p->str_type) {
+		v = 0;
+		ascii = !pw_read(&v, 4, name + y->unicode_state) &&
+			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
+		if (ascii && !pw_read(&v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
+			__builtin_memset(buf, 0, TASK_NAME_LEN);
+			if (!pw_read(buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+				*kind = NAME_ASCII;
+		}
 	}
-	if (type != p->str_type || !p->str_type || pw_read(&state, 4, name + y->unicode_state) ||
-	    pw_read(&len, 8, name + y->unicode_length))
-		return name;
-	if (!(state >> y->unicode_compact_bit & 1) || !(state >> y->unicode_ascii_bit & 1) ||
-	    len >= TASK_NAME_LEN)
-		return name;
-	__builtin_memset(buf, 0, TASK_NAME_LEN);
-	if (!pw_read(buf, len & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
-		*kind = NAME_ASCII;
+#ifdef PW_NAME_CACHE
+	if (serial && *kind != NAME_NONE)
+		pw_name_save(pid, task, serial, name, *kind, buf);
+#else
+	(void)pid;
+	(void)serial;
+#endif
 	return name;
 }
 
@@ -516,6 +531,7 @@ struct pw_tasks {
 	struct py_sample *smp;
 	struct pw_scratch *s;
 	__u32 pid, n, used; /* tasks recorded, frames used */
+	__u32 own;	    /* walk the first task's coroutine too: it is suspended */
 	__u64 cur, cur_coro, cur_serial;
 	__u32 cur_flags;
 	const struct task_link *link; /* how cur was reached, NULL for the running task */
@@ -564,16 +580,18 @@ static long pw_task_step(__u32 i, void *ctx)
 		}
 		return 1;
 	}
-	t->name_obj = pw_copy_name(p, w->cur, &t->name_kind, t->name);
+	t->name_obj = pw_copy_name(p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
 	if (w->cur_flags & TASK_CYCLE)
 		return 1;
-	if (i > 0) {
+	if (i > 0 || w->own) {
 		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
 				  &awaited, &flags);
 		t->nframes = nf;
 		w->used += nf;
 		if (flags & SAMPLE_TRUNCATED)
 			t->flags |= TASK_TRUNCATED;
+		if (flags & SAMPLE_READ_ERR)
+			w->smp->hdr.flags |= SAMPLE_READ_ERR;
 	}
 	link = pw_task_link(w->pid, w->cur);
 	if (!link || link->child_serial != w->cur_serial || link->child_coro != w->cur_coro)

@@ -172,7 +172,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	link.parent = f.task;
 	link.parent_coro = f.coro;
 	link.parent_serial = f.serial;
-	pw_copy_name(p, f.task, &link.name_kind, link.name);
+	pw_copy_name(p, pid, f.task, f.serial, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	return 0;

@@ -28,7 +28,6 @@ static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 	long ret = -1;
 
 	stat_inc(WSTAT_READS);
-
 	if (t) {
 		ret = bpf_copy_from_user_task(dst, len, (const void *)addr, t, 0);
 		bpf_task_release(t);
@@ -43,6 +42,11 @@ static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
+#define PW_NAME_CACHE
+static __always_inline int pw_name_cached(__u32 pid, __u64 task, __u64 serial, __u64 name,
+					  __u32 *kind, char *buf);
+static __always_inline void pw_name_save(__u32 pid, __u64 task, __u64 serial, __u64 name,
+					 __u32 kind, const char *buf);
 
 #include "pywalk.h"
 /* the sampler's maps, shared with it: processes, thread states and the asyncio maps */
@@ -116,149 +120,47 @@ static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __
 	return ts;
 }
 
-/* Task names, liveness and chains as the CPU sampler reads them. A name is copied once:
- * while the task keeps its serial and its name object, the object is alive (the task
- * holds it) and immutable, so the cached copy is its text. Serials are unique across
- * processes, so a reused pid or address cannot hit. */
-static __always_inline __u64 copy_name(const struct py_proc *p, __u32 pid, __u64 task, __u64 serial,
-				       __u32 *kind, char *buf)
+static __always_inline int pw_name_cached(__u32 pid, __u64 task, __u64 serial, __u64 name,
+					  __u32 *kind, char *buf)
 {
-	const struct py_layout *y = &p->layout;
-	__u64 name = 0, v = 0; /* one scratch word for type, state and length: stack is short */
 	struct name_ent *c;
-	int ascii;
 
-	*kind = NAME_NONE;
-	if (pw_read(&name, 8, task + p->async.task_name) || !name)
-		return name;
 	name_key.pid = pid;
 	name_key.addr = task;
 	c = bpf_map_lookup_elem(&task_names, &name_key);
-	if (c && serial && c->serial == serial && c->name_obj == name) {
-		*kind = c->kind;
-		__builtin_memcpy(buf, c->name, TASK_NAME_LEN);
-		stat_inc(WSTAT_NAME_HITS);
-		return name;
-	}
-	if (pw_read(&v, 8, name + y->object_type))
-		return name;
-	if (v == p->long_type && p->long_type) {
-		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
-			*kind = NAME_LONG;
-	} else if (v == p->str_type && p->str_type) {
-		v = 0;
-		ascii = !pw_read(&v, 4, name + y->unicode_state) &&
-			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
-		if (ascii && !pw_read(&v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
-			__builtin_memset(buf, 0, TASK_NAME_LEN);
-			if (!pw_read(buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
-				*kind = NAME_ASCII;
-		}
-	}
-	if (serial && *kind != NAME_NONE) {
-		if (!c) {
-			bpf_map_update_elem(&task_names, &name_key, &no_name, BPF_NOEXIST);
-			c = bpf_map_lookup_elem(&task_names, &name_key);
-		}
-		if (c) {
-			c->serial = serial;
-			c->name_obj = name;
-			c->kind = *kind;
-			__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
-		}
-	}
-	return name;
+	if (!c || c->serial != serial || c->name_obj != name)
+		return 0;
+	*kind = c->kind;
+	__builtin_memcpy(buf, c->name, TASK_NAME_LEN);
+	stat_inc(WSTAT_NAME_HITS);
+	return 1;
 }
 
-struct task_walk {
-	const struct py_proc *p;
-	struct py_sample *smp;
-	struct pw_scratch *s;
-	__u32 pid, n, used;
-	__u32 own; /* walk tasks[0]'s coroutine too: it is suspended, not on the thread */
-	__u64 cur, cur_coro, cur_serial;
-	__u32 cur_flags;
-	const struct task_link *link;
-};
-
-static long in_chain_step(__u32 i, void *ctx)
+static __always_inline void pw_name_save(__u32 pid, __u64 task, __u64 serial, __u64 name,
+					 __u32 kind, const char *buf)
 {
-	struct task_walk *w = ctx;
+	struct name_ent *c;
 
-	if (i >= w->n)
-		return 1;
-	if (w->smp->tasks[i & (MAX_TASKS - 1)].addr == w->cur) {
-		w->cur_flags |= TASK_CYCLE;
-		return 1;
+	name_key.pid = pid;
+	name_key.addr = task;
+	c = bpf_map_lookup_elem(&task_names, &name_key);
+	if (!c) {
+		bpf_map_update_elem(&task_names, &name_key, &no_name, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&task_names, &name_key);
 	}
-	return 0;
+	if (c) {
+		c->serial = serial;
+		c->name_obj = name;
+		c->kind = kind;
+		__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
+	}
 }
 
-static long task_step(__u32 i, void *ctx)
-{
-	struct task_walk *w = ctx;
-	const struct py_proc *p = w->p;
-	struct task_key key = { .pid = w->pid, .addr = w->cur };
-	struct task_link *link;
-	struct task_rec *t;
-	__u32 n = w->n, flags = 0, nf = 0;
-	__u64 awaited;
-
-	if (n >= MAX_TASKS)
-		return 1;
-	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
-	t->addr = w->cur;
-	t->coro = w->cur_coro;
-	t->serial = w->cur_serial;
-	t->name_obj = 0;
-	t->flags = w->cur_flags;
-	t->first = w->used;
-	t->nframes = 0;
-	w->n = n + 1;
-	if (w->cur_flags & TASK_ENDED) {
-		t->name_kind = NAME_NONE;
-		if (w->link) {
-			t->name_kind = w->link->name_kind;
-			__builtin_memcpy(t->name, w->link->name, TASK_NAME_LEN);
-		}
-		return 1;
-	}
-	t->name_obj = copy_name(p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
-	if (w->cur_flags & TASK_CYCLE)
-		return 1;
-	if (i > 0 || w->own) {
-		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
-				  &awaited, &flags);
-		t->nframes = nf;
-		w->used += nf;
-		if (flags & SAMPLE_TRUNCATED)
-			t->flags |= TASK_TRUNCATED;
-		if (flags & SAMPLE_READ_ERR)
-			w->smp->hdr.flags |= SAMPLE_READ_ERR;
-	}
-	link = bpf_map_lookup_elem(&task_links, &key);
-	if (!link || link->child_serial != w->cur_serial || link->child_coro != w->cur_coro)
-		return 1;
-	if (n + 1 >= MAX_TASKS) {
-		t->flags |= TASK_MORE;
-		return 1;
-	}
-	w->link = link;
-	w->cur = link->parent;
-	w->cur_coro = link->parent_coro;
-	w->cur_serial = link->parent_serial;
-	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	if (!pw_task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
-		w->cur_flags |= TASK_ENDED;
-	bpf_loop(MAX_TASKS, in_chain_step, w, 0);
-	return 0;
-}
-
-static __always_inline void walk_chain(struct task_walk *w, struct scratch *sc)
+static __always_inline void walk_chain(struct pw_tasks *w, struct scratch *sc)
 {
 	w->smp = &sc->w.s;
 	w->s = &sc->pw;
-	bpf_loop(MAX_TASKS, task_step, w, 0);
+	bpf_loop(MAX_TASKS, pw_task_step, w, 0);
 	sc->w.s.hdr.ntasks = w->n;
 	sc->w.s.hdr.ncoro = w->used - sc->w.s.hdr.nframes;
 }
@@ -310,7 +212,7 @@ static long suspended_step(__u32 i, void *ctx)
 	struct suspended *x = ctx;
 	struct scratch *sc = x->sc;
 	struct wall_task *wt;
-	struct task_walk w = { .p = x->p, .pid = x->pid, .own = 1 };
+	struct pw_tasks w = { .p = x->p, .pid = x->pid, .own = 1 };
 	__u64 k = i;
 
 	if (i >= ntasks || i >= WALL_MAX_TASKS)
@@ -348,7 +250,7 @@ static long suspended_step(__u32 i, void *ctx)
 /* The running task of the thread walked into sc, if any, and the tasks awaiting it. */
 static __always_inline void thread_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
 {
-	struct task_walk w = { .p = p, .pid = pid };
+	struct pw_tasks w = { .p = p, .pid = pid };
 	struct pw_running f = { .p = p, .s = &sc->pw, .pid = pid };
 
 	pw_find_running(&f);

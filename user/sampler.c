@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfstats.h"
 #include "sampler.h"
 #include "sampler.skel.h"
 
@@ -461,37 +462,16 @@ int sampler_poll(struct sampler *s, int timeout_ms)
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	struct bpf_prog_info info = {};
-	__u32 info_len = sizeof(info);
-	__u64 *vals;
+	int ret;
 
 	memset(st, 0, sizeof(*st));
-	if (ncpus <= 0)
-		return ncpus;
-	vals = calloc(ncpus, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	for (__u32 k = 0; k < STAT_MAX; k++) {
-		if (bpf_map__lookup_elem(s->skel->maps.stats, &k, sizeof(k), vals,
-					 ncpus * sizeof(*vals), 0))
-			continue;
-		for (int c = 0; c < ncpus; c++)
-			st->stat[k] += vals[c];
-	}
-	for (__u32 k = 0; k < COST_BUCKETS; k++) {
-		if (bpf_map__lookup_elem(s->skel->maps.cost_hist, &k, sizeof(k), vals,
-					 ncpus * sizeof(*vals), 0))
-			continue;
-		for (int c = 0; c < ncpus; c++)
-			st->cost_hist[k] += vals[c];
-	}
-	free(vals);
-	if (s->stats_fd >= 0 &&
-	    !bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.sample_cpu), &info, &info_len)) {
-		st->run_ns = info.run_time_ns;
-		st->run_cnt = info.run_cnt;
-	}
+	ret = bpfstats_sum_percpu(s->skel->maps.stats, STAT_MAX, st->stat);
+	if (!ret)
+		ret = bpfstats_sum_percpu(s->skel->maps.cost_hist, COST_BUCKETS, st->cost_hist);
+	if (ret)
+		return ret;
+	if (s->stats_fd >= 0)
+		bpfstats_prog_run(s->skel->progs.sample_cpu, &st->run_ns, &st->run_cnt);
 	st->bad_records = s->bad_records;
 	return 0;
 }

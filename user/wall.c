@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpfstats.h"
 #include "wall.h"
 #include "wall.skel.h"
 
@@ -183,30 +184,14 @@ int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t 
 
 int wall_read_stats(struct wall *w, struct wall_stats *st)
 {
-	int ncpus = libbpf_num_possible_cpus();
-	struct bpf_prog_info info = {};
-	__u32 info_len = sizeof(info);
-	__u64 *vals;
+	int ret;
 
 	memset(st, 0, sizeof(*st));
-	if (ncpus <= 0)
-		return ncpus;
-	vals = calloc(ncpus, sizeof(*vals));
-	if (!vals)
-		return -ENOMEM;
-	for (__u32 k = 0; k < WSTAT_MAX; k++) {
-		if (bpf_map__lookup_elem(w->skel->maps.wstats, &k, sizeof(k), vals,
-					 ncpus * sizeof(*vals), 0))
-			continue;
-		for (int c = 0; c < ncpus; c++)
-			st->stat[k] += vals[c];
-	}
-	free(vals);
-	if (w->stats_fd >= 0 &&
-	    !bpf_obj_get_info_by_fd(bpf_program__fd(w->skel->progs.wall_tick), &info, &info_len)) {
-		st->run_ns = info.run_time_ns;
-		st->run_cnt = info.run_cnt;
-	}
+	ret = bpfstats_sum_percpu(w->skel->maps.wstats, WSTAT_MAX, st->stat);
+	if (ret)
+		return ret;
+	if (w->stats_fd >= 0)
+		bpfstats_prog_run(w->skel->progs.wall_tick, &st->run_ns, &st->run_cnt);
 	st->bad_records = w->bad_records;
 	return 0;
 }

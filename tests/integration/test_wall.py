@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import threading
@@ -24,6 +25,7 @@ from helpers import (INTERPRETERS, WORKLOADS, Workload, assert_one_error_line, m
 TOLERANCE = 0.07  # share points, wall mode against the measured truth
 TOTALS = 0.05  # relative, wall time totals against elapsed time
 IDLE_TASKS = 5000
+RENAME_AT, RENAME_RECORD = 1.5, 4  # s into the recording, its length
 KEEP_UP = 0.85  # ticks taken / expected, idle tasks without and with --max-tasks
 SMALL_IDLE = 20
 CPU_WAIT = 0.10  # most of a waiting function's share of its task's CPU samples
@@ -287,6 +289,42 @@ def test_suspended_tasks(ab, interp):
     tasks = sum(s.value for s in sus)
     assert abs(tasks - SMALL_IDLE * thread) <= TOTALS * SMALL_IDLE * thread, (
         "suspended tasks %d us for %d tasks over %d us" % (tasks, SMALL_IDLE, thread))
+
+
+def test_renamed_task(root_record_bin):
+    """A suspended task renamed during the recording shows under its new name from then on:
+    a name is copied once and reused only while the task keeps the same name object."""
+    interps = [i for i in INTERPRETERS if not i.missing]
+    if not interps:
+        pytest.skip("no supported interpreter installed")
+    with contextlib.ExitStack() as stack:
+        loads = [Workload(i.path, "wall_rename.py", timeout=60) for i in interps]
+        start_all(stack, loads)
+        timers = []
+
+        def on_start():
+            for w in loads:
+                t = threading.Timer(RENAME_AT, os.kill, (w.pid, signal.SIGUSR1))
+                t.start()
+                timers.append(t)
+
+        rec = run_record(root_record_bin, "--mode", "wall", "-p",
+                         ",".join(str(w.pid) for w in loads), "-d", RENAME_RECORD, "--stats",
+                         "-v", on_start=on_start)
+        for t in timers:
+            t.join()
+    assert rec.rc == 0, "wall recording failed" + rec.describe()
+    assert timers, "wall recording never started" + rec.describe()
+    stat(rec, r"^wall task names from cache: [1-9]")
+    for i, w in zip(interps, loads):
+        sus = [s for s in stacks(rec, w.pid) if s.suspended and "renamed_wait" in s.funcs()]
+        total = sum(s.value for s in sus)
+        named = {n: sum(s.value for s in sus if n in s.tasks())
+                 for n in ("name-before", "name-after")}
+        assert total > 0, "%s: no suspended renamed_wait%s" % (i.id, rec.describe())
+        # renamed 1.5 s into 4 s: about 0.37 before and 0.63 after
+        assert named["name-after"] >= 0.3 * total and named["name-before"] >= 0.1 * total, (
+            "%s: %s of %d us:\n%s" % (i.id, named, total, show(sus)))
 
 
 def idle_interp():

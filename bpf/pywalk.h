@@ -3,10 +3,6 @@
  * reader (the BPF sampler and the userspace readers). The includer defines, before
  * including this file:
  *   static int pw_read(void *dst, __u32 len, __u64 addr);   0 on success
- *   PW_INLINE                                              inline attribute
- *   PW_LOAD(type, buf, off)                                 load a type at buf + off
- *   PW_LOOP(max, fn, ctx)     call long fn(__u32 i, void *ctx) up to max times, until
- *                             it returns nonzero (bpf_loop in BPF, a for loop elsewhere)
  * and the asyncio lookups the task walk needs (BPF maps, or user/taskmaps.h tables):
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
@@ -17,6 +13,29 @@
 #define ASYNCBPF_PYWALK_H
 
 #include "asyncbpf.h"
+
+/* PW_LOOP(max, fn, ctx) calls long fn(__u32 i, void *ctx) up to max times, until it
+ * returns nonzero; PW_LOAD(type, buf, off) loads a type at buf + off. */
+#ifdef __bpf__
+#define PW_INLINE		__always_inline
+#define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
+#define PW_LOOP(max, fn, ctx)	bpf_loop(max, fn, ctx, 0)
+#else
+#include <string.h>
+#define PW_INLINE inline __attribute__((unused))
+#define PW_LOAD(type, buf, off)                                                                    \
+	({                                                                                         \
+		type v_;                                                                           \
+		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
+		v_;                                                                                \
+	})
+#define PW_LOOP(max, fn, ctx)                                                                      \
+	do {                                                                                       \
+		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
+			if ((fn)(i_, (ctx)))                                                       \
+				break;                                                             \
+	} while (0)
+#endif
 
 #define PW_READ_MAX 128 /* bytes read per frame and per code object */
 #define PW_OFF(off) ((off) & (PW_READ_MAX - 1))

@@ -6,10 +6,6 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
-#define PW_INLINE		__always_inline
-#define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
-#define PW_LOOP(max, fn, ctx)	bpf_loop(max, fn, ctx, 0)
-
 static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 {
 	return bpf_probe_read_user(dst, len, (const void *)addr);

@@ -35,10 +35,6 @@ static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
 	return ret;
 }
 
-#define PW_INLINE		__always_inline
-#define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
-#define PW_LOOP(max, fn, ctx)	bpf_loop(max, fn, ctx, 0)
-
 static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);

@@ -32,20 +32,6 @@ static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
 static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static const struct task_link *pw_task_link(__u32 pid, __u64 task);
 
-#define PW_INLINE inline __attribute__((unused))
-#define PW_LOAD(type, buf, off)                                                                    \
-	({                                                                                         \
-		type v_;                                                                           \
-		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
-		v_;                                                                                \
-	})
-#define PW_LOOP(max, fn, ctx)                                                                      \
-	do {                                                                                       \
-		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
-			if ((fn)(i_, (ctx)))                                                       \
-				break;                                                             \
-	} while (0)
-
 #include "pywalk.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);

@@ -49,20 +49,6 @@ static inline __attribute__((unused)) int pw_read(void *dst, __u32 len, __u64 ad
 	return mem_read(vmwalk_pid, addr, dst, len) ? -1 : 0;
 }
 
-#define PW_INLINE inline __attribute__((unused))
-#define PW_LOAD(type, buf, off)                                                                    \
-	({                                                                                         \
-		type v_;                                                                           \
-		memcpy(&v_, (const __u8 *)(buf) + (off), sizeof(type));                            \
-		v_;                                                                                \
-	})
-#define PW_LOOP(max, fn, ctx)                                                                      \
-	do {                                                                                       \
-		for (__u32 i_ = 0; i_ < (max); i_++)                                               \
-			if ((fn)(i_, (ctx)))                                                       \
-				break;                                                             \
-	} while (0)
-
 #include "pywalk.h"
 
 #endif

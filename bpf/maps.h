@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The maps the CPU sampler (sampler.bpf.c) owns and the other programs share: userspace
  * makes wall.bpf.c and lifecycle.bpf.c reuse the sampler's fds (bpf_map__reuse_fd), so
- * the definitions must match. An includer that walks tasks defines MAPS_TASKS for the
- * asyncio maps too (a map declared and unused would still be allocated). */
+ * the definitions must match. An includer that walks (after pywalk.h) defines MAPS_WALK
+ * for the asyncio maps and the lookups on them (a map declared and unused would still be
+ * allocated). */
 #ifndef ASYNCBPF_MAPS_H
 #define ASYNCBPF_MAPS_H
 
@@ -23,7 +24,27 @@ struct {
 	__type(value, __u64);
 } tstates SEC(".maps");
 
-#ifdef MAPS_TASKS
+#ifdef MAPS_WALK
+/* The thread state of thread_id ((tgid << 32 | tid) is key), from the cache while it
+ * still belongs to the thread; *looked_up (if given) says whether it had to be searched. */
+static __always_inline __u64 pw_cached_tstate(const struct py_proc *p, __u64 key, __u64 thread_id,
+					      bool *looked_up)
+{
+	__u64 *cached = bpf_map_lookup_elem(&tstates, &key);
+	__u64 ts;
+
+	if (cached && pw_tstate_owned_by(p, *cached, thread_id))
+		return *cached;
+	if (looked_up)
+		*looked_up = true;
+	ts = pw_find_tstate(p, thread_id, 0);
+	if (ts)
+		bpf_map_update_elem(&tstates, &key, &ts, BPF_ANY);
+	else if (cached)
+		bpf_map_delete_elem(&tstates, &key);
+	return ts;
+}
+
 /* coroutine -> the task running it, from userspace snapshots and task creation */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

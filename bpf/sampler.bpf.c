@@ -17,7 +17,7 @@ static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 
 #include "pywalk.h"
-#define MAPS_TASKS
+#define MAPS_WALK
 #include "maps.h"
 
 #define RB_BYTES      (8 << 20)
@@ -89,31 +89,18 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 		*v += n;
 }
 
-static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __u64 thread_id)
-{
-	__u64 *cached = bpf_map_lookup_elem(&tstates, &key);
-	__u64 ts;
-
-	if (cached && pw_tstate_owned_by(p, *cached, thread_id))
-		return *cached;
-	stat_inc(STAT_TSTATE_LOOKUP);
-	ts = pw_find_tstate(p, thread_id, 0);
-	if (ts)
-		bpf_map_update_elem(&tstates, &key, &ts, BPF_ANY);
-	else if (cached)
-		bpf_map_delete_elem(&tstates, &key);
-	return ts;
-}
-
 /* Walks the current thread's frames into sc; returns the thread state (0: none). */
 static __always_inline __u64 walk_thread(const struct py_proc *p, __u64 id, struct scratch *sc)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	bool looked_up = false;
 	__u64 ts;
 
 	/* pthread_self() is the thread pointer, which CPython stores as tstate->thread_id:
 	 * this finds the state of threads that released the GIL too. */
-	ts = thread_state(p, id, BPF_CORE_READ(task, thread.fsbase));
+	ts = pw_cached_tstate(p, id, BPF_CORE_READ(task, thread.fsbase), &looked_up);
+	if (looked_up)
+		stat_inc(STAT_TSTATE_LOOKUP);
 	/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
 	if (!pw_walk_thread(p, ts, &sc->s, &sc->pw) && ts && !(sc->s.hdr.flags & SAMPLE_READ_ERR))
 		bpf_map_delete_elem(&tstates, &id);

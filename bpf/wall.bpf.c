@@ -46,7 +46,7 @@ static __always_inline void pw_name_save(__u32 pid, __u64 task, __u64 serial, __
 
 #include "pywalk.h"
 /* the sampler's maps, shared with it: processes, thread states and the asyncio maps */
-#define MAPS_TASKS
+#define MAPS_WALK
 #include "maps.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -99,21 +99,6 @@ static __always_inline void stat_inc(__u32 idx)
 
 	if (v)
 		(*v)++;
-}
-
-static __always_inline __u64 thread_state(const struct py_proc *p, __u64 key, __u64 thread_id)
-{
-	__u64 *cached = bpf_map_lookup_elem(&tstates, &key);
-	__u64 ts;
-
-	if (cached && pw_tstate_owned_by(p, *cached, thread_id))
-		return *cached;
-	ts = pw_find_tstate(p, thread_id, 0);
-	if (ts)
-		bpf_map_update_elem(&tstates, &key, &ts, BPF_ANY);
-	else if (cached)
-		bpf_map_delete_elem(&tstates, &key);
-	return ts;
 }
 
 static __always_inline int pw_name_cached(__u32 pid, __u64 task, __u64 serial, __u64 name,
@@ -278,7 +263,7 @@ static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 t
 	__u32 n = 0, flags = 0;
 
 	sc->pw.ngens = 0;
-	ts = thread_state(p, key, fsbase);
+	ts = pw_cached_tstate(p, key, fsbase, NULL);
 	if (!ts) {
 		flags |= SAMPLE_NO_TSTATE;
 		stat_inc(WSTAT_NO_TSTATE);

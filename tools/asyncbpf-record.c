@@ -865,6 +865,9 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 		fprintf(stderr, "bpf run time per sample: %llu ns (%llu runs)\n",
 			(unsigned long long)(st.run_ns / st.run_cnt),
 			(unsigned long long)st.run_cnt);
+	else if (a->wall)
+		fprintf(stderr, "bpf run time per sample: none (wall mode: see bpf run time per "
+				"tick)\n");
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
 	if (st.stat[STAT_PYTHON]) {

@@ -452,8 +452,14 @@ static void refresh_tasks(struct app *a)
 			continue;
 		}
 		tg->async_fails = 0;
-		if (ret && !tg->origins && a->o->origins && a->sampler)
+		if (ret && !tg->origins && a->o->origins && a->sampler) {
 			watch_creations(a, tg);
+			/* a task created between that snapshot and the probe is in neither: read
+			 * again now that the probe is in place, not at the next paced turn */
+			if (tg->origins &&
+			    tracker_refresh(a->tracker, &tg->t, why, sizeof(why)) < 0)
+				tg->next_refresh = now_s();
+		}
 		if (a->wall) {
 			wallrec_lock(a->wall);
 			wallrec_set_tasks(a->wall, tg->t.pid);

@@ -44,7 +44,8 @@
 /* capacity of a frame array that holds a thread's frames and then coroutine frames */
 #define PW_FRAMES_CAP (MAX_FRAMES + MAX_CORO_FRAMES)
 
-#define PW_MAX_GENS 32 /* generator frames remembered per thread walk */
+#define PW_MAX_GENS   32 /* generator frames remembered per thread walk */
+#define PW_CODE_SLOTS 8	 /* code objects remembered per walk, direct-mapped */
 /* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.14 */
 #define PW_OWNED_BY_GENERATOR 1
 /* FRAME_EXECUTING (3.11-3.14 gi_frame_state, 3.10 f_state) is 0: below it created or
@@ -61,7 +62,18 @@ struct pw_scratch {
 	__u64 gen[PW_MAX_GENS];
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
+	/* fingerprints of the code objects read in this walk */
+	__u64 code_addr[PW_CODE_SLOTS];
+	__u32 code_fp[PW_CODE_SLOTS];
 };
+
+/* Starts a walk: forgets the last walk's generators and code objects. */
+static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
+{
+	s->ngens = 0;
+	for (__u32 i = 0; i < PW_CODE_SLOTS; i++)
+		s->code_addr[i] = 0;
+}
 
 static PW_INLINE __u32 pw_code_fingerprint(__u32 firstlineno, __u64 filename, __u64 name)
 {
@@ -169,6 +181,23 @@ static PW_INLINE __u32 pw_code_fp(const struct py_proc *p, __u64 code, struct pw
 				   PW_LOAD(__u64, s->code, PW_OFF(l->code_name - base)));
 }
 
+/* pw_code_fp read once per code object and walk: recursion, wrappers and the same
+ * coroutine in many tasks cost one read each. A walk lasts microseconds; a code object
+ * freed and another allocated at its address within one is not worth a read per frame. */
+static PW_INLINE __u32 pw_code_fp_cached(const struct py_proc *p, __u64 code, struct pw_scratch *s)
+{
+	__u32 k = (__u32)((code >> 4) ^ (code >> 11)) & (PW_CODE_SLOTS - 1), fp;
+
+	if (code && s->code_addr[k] == code)
+		return s->code_fp[k];
+	fp = pw_code_fp(p, code, s);
+	if (fp != FP_INVALID) {
+		s->code_addr[k] = code;
+		s->code_fp[k] = fp;
+	}
+	return fp;
+}
+
 static PW_INLINE __s32 pw_instr(const struct py_layout *l, const __u8 *frame, __u64 code)
 {
 	__s64 off;
@@ -243,7 +272,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 	}
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
-	w->out[n].fp = pw_code_fp(w->p, code, s);
+	w->out[n].fp = pw_code_fp_cached(w->p, code, s);
 	w->n = n + 1;
 	return 0;
 }
@@ -397,7 +426,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
 	yf = state == PW_GEN_EXECUTING ? 0 : pw_yield_from(p, frame, state, s);
-	w->out[n].fp = pw_code_fp(p, code, s);
+	w->out[n].fp = pw_code_fp_cached(p, code, s);
 	w->n = n + 1;
 	w->gen = pw_yf_target(p, yf, &w->awaited);
 	return w->gen ? 0 : 1;
@@ -428,7 +457,7 @@ static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct 
 	__u64 frame = 0;
 	__u32 flags = 0, n = 0;
 
-	s->ngens = 0;
+	pw_scratch_reset(s);
 	if (!ts)
 		flags |= SAMPLE_NO_TSTATE;
 	else if (pw_current_frame(&p->layout, ts, &frame))

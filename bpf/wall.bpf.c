@@ -262,7 +262,7 @@ static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 t
 	__u64 ts, frame = 0, key = (__u64)pid << 32 | tid;
 	__u32 n = 0, flags = 0;
 
-	sc->pw.ngens = 0;
+	pw_scratch_reset(&sc->pw);
 	ts = pw_cached_tstate(p, key, fsbase, NULL);
 	if (!ts) {
 		flags |= SAMPLE_NO_TSTATE;

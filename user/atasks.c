@@ -244,6 +244,7 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 	if (!k->name)
 		return -ENOMEM;
 	vmwalk_target(t->pid);
+	pw_scratch_reset(&s);
 	k->nframes = pw_walk_coro(&t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s, &awaited,
 				  &k->flags);
 	k->awaited = awaited;

@@ -796,6 +796,38 @@ static void test_walk(struct target *tg)
 	CHECK(k == 5, "%s: %d CHAIN facts", tg->python, k);
 }
 
+/* A walk reads each code object once; pw_scratch_reset forgets what it read. */
+static void test_code_cache(struct target *tg)
+{
+	struct fact *f = fact(tg, "CHAIN", 0);
+	static struct pw_scratch s, fresh;
+	__u32 fp, k;
+	__u64 code;
+
+	if (!f || f->n < 3)
+		return;
+	code = f->v[2];
+	vmwalk_target(tg->pid);
+	pw_scratch_reset(&s);
+	fp = pw_code_fp_cached(&tg->t.proc, code, &s);
+	CHECK(fp != FP_INVALID && fp == pw_code_fp(&tg->t.proc, code, &fresh),
+	      "%s: cached fingerprint %#x of %#llx, uncached %#x", tg->python, fp,
+	      (unsigned long long)code, pw_code_fp(&tg->t.proc, code, &fresh));
+	for (k = 0; k < PW_CODE_SLOTS && s.code_addr[k] != code; k++)
+		;
+	CHECK(k < PW_CODE_SLOTS, "%s: code object %#llx not remembered", tg->python,
+	      (unsigned long long)code);
+	if (k == PW_CODE_SLOTS)
+		return;
+	s.code_fp[k] = fp ^ 1;
+	CHECK(pw_code_fp_cached(&tg->t.proc, code, &s) == (fp ^ 1),
+	      "%s: second lookup of %#llx read the target again", tg->python,
+	      (unsigned long long)code);
+	pw_scratch_reset(&s);
+	CHECK(pw_code_fp_cached(&tg->t.proc, code, &s) == fp,
+	      "%s: a reset walk still used the last walk's fingerprint", tg->python);
+}
+
 /* 3.12+ name a task lazily: an int until get_name() makes it "Task-N". */
 static void test_lazy_name(struct target *tg)
 {
@@ -870,6 +902,7 @@ static void run_target(struct target *tg)
 	test_futures(tg);
 	test_frames(tg);
 	test_walk(tg);
+	test_code_cache(tg);
 	test_lazy_name(tg);
 	CHECK(!tg->readerr, "%s: a read of the target failed", tg->python);
 	fprintf(stderr, "ran %s (%s)\n", tg->python, tg->t.version_str);

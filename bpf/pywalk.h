@@ -56,9 +56,9 @@ struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
 	__u8 frame[2 * PW_READ_MAX];
 	__u8 code[2 * PW_READ_MAX];
-	/* generator (coroutine) frames of the last thread walk, the outermost
-	 * PW_MAX_GENS of ngens in a ring, innermost first: the generator object and the
-	 * index of its frame record */
+	/* generator frames of the last thread walk that may be a task's coroutine (see
+	 * pw_keep_gen), the outermost PW_MAX_GENS of ngens in a ring, innermost first:
+	 * the generator object and the index of its frame record */
 	__u64 gen[PW_MAX_GENS];
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
@@ -232,14 +232,34 @@ struct pw_walk {
 	struct pw_scratch *s;
 	__u64 frame;
 	__u32 n, flags;
+	__u64 pend_gen; /* the last frame's generator, its caller not seen yet */
+	__u32 pend_idx;
 };
+
+/* A generator frame whose caller is a generator frame is awaited (yielded from) by it;
+ * only one entered from elsewhere (a task's step from the event loop, an eager start
+ * through a shim) can be a task's coroutine. Those are kept for pw_find_running, the
+ * outermost PW_MAX_GENS, so that it looks up one or two per sample, not every
+ * coroutine of a deep chain. */
+static PW_INLINE void pw_keep_gen(struct pw_walk *w)
+{
+	struct pw_scratch *s = w->s;
+	__u32 g = s->ngens;
+
+	if (!w->pend_gen)
+		return;
+	s->gen[g & (PW_MAX_GENS - 1)] = w->pend_gen;
+	s->gen_idx[g & (PW_MAX_GENS - 1)] = w->pend_idx;
+	s->ngens = g + 1;
+	w->pend_gen = 0;
+}
 
 static long pw_walk_step(__u32 i, void *ctx)
 {
 	struct pw_walk *w = ctx;
 	const struct py_layout *l = &w->p->layout;
 	struct pw_scratch *s = w->s;
-	__u32 len = l->frame_read, n = w->n, g;
+	__u32 len = l->frame_read, n = w->n;
 	__u64 code, cur = w->frame, gen = 0;
 
 	(void)i;
@@ -254,8 +274,10 @@ static long pw_walk_step(__u32 i, void *ctx)
 	}
 	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
 	w->frame = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_back));
-	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] >= l->owner_cstack)
+	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] >= l->owner_cstack) {
+		pw_keep_gen(w);
 		return 0;
+	}
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
 		if (w->p->async.frame_gen)
 			gen = PW_LOAD(__u64, s->frame, PW_OFF(w->p->async.frame_gen));
@@ -263,12 +285,11 @@ static long pw_walk_step(__u32 i, void *ctx)
 		   s->frame[PW_OFF(l->frame_owner)] == PW_OWNED_BY_GENERATOR) {
 		gen = cur - w->p->async.gen_frame;
 	}
-	/* the outermost PW_MAX_GENS are kept: a task's coroutine heads its chain */
-	g = s->ngens;
 	if (gen) {
-		s->gen[g & (PW_MAX_GENS - 1)] = gen;
-		s->gen_idx[g & (PW_MAX_GENS - 1)] = n;
-		s->ngens = g + 1;
+		w->pend_gen = gen;
+		w->pend_idx = n;
+	} else {
+		pw_keep_gen(w);
 	}
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
@@ -286,6 +307,7 @@ static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, stru
 
 	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
+	pw_keep_gen(&w);
 	if (w.frame)
 		w.flags |= SAMPLE_TRUNCATED;
 	*flags |= w.flags;

@@ -87,9 +87,10 @@ test: deps
 SAN_OUT := build-san
 SAN_INTERPRETERS ?= pyenv-3.8,pyenv-3.13
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1
-# the torn-read stress, the churn and the 100 processes already ran in full on the plain
-# build
-SAN_ENV += ASYNCBPF_STRESS_SECONDS=20 ASYNCBPF_CHURN_SECONDS=30 ASYNCBPF_SCALE_SECONDS=10
+# the torn-read stress, the churn, the 100 processes and the 60 s mixing check already ran
+# in full on the plain build
+SAN_ENV += ASYNCBPF_STRESS_SECONDS=20 ASYNCBPF_CHURN_SECONDS=30 ASYNCBPF_SCALE_SECONDS=10 \
+	ASYNCBPF_MIX_SECONDS=10
 
 test-sanitize:
 	$(MAKE) OUT=$(SAN_OUT) SANFLAGS="-O1 $(FUZZ_SAN)" all

@@ -5,8 +5,8 @@ the running task's frames. The truth comes from the workload, which asks the int
 
 These tests skip while asyncbpf-record prints no `<task ...>` frame at all (the feature is
 absent); once any task frame appears, they check it. One 6 s recording (with --stats) and
-one 10 s recording of all interpreters at once serve every test; ASYNCBPF_SLOW=1 adds a
-60 s recording for the mixing check."""
+one 60 s recording for the mixing check (ASYNCBPF_MIX_SECONDS; the sanitizer pass
+shortens it), of all interpreters at once, serve every test."""
 import contextlib
 import os
 import re
@@ -23,8 +23,7 @@ SHARE = 0.90
 MIN_SAMPLES = 20
 FREQ = 1999
 FF_EXCLUDED = 2  # fire-and-forget generations that may predate the recorder's probes
-SLOW = pytest.mark.skipif(os.environ.get("ASYNCBPF_SLOW") != "1",
-                          reason="60 s recording; set ASYNCBPF_SLOW=1 to run it")
+MIX_SECONDS = int(os.environ.get("ASYNCBPF_MIX_SECONDS", "60"))
 FEATURE_ABSENT = ("asyncbpf-record printed no <task ...> frame for any process: stacked "
                   "stacks (issue 3) not implemented yet")
 
@@ -93,8 +92,8 @@ def short(root_record_bin, running):
 
 
 @pytest.fixture(scope="module")
-def long10(root_record_bin, running, short):
-    return record_all(root_record_bin, running, 10)
+def long(root_record_bin, running, short):
+    return record_all(root_record_bin, running, MIX_SECONDS)
 
 
 def truth(w, pattern):
@@ -222,23 +221,12 @@ def check_mixing(r, w):
 
 
 @pytest.mark.parametrize("variant", variant_params())
-def test_no_unrelated_tasks(long10, running, variant):
+def test_no_unrelated_tasks(long, running, variant):
+    """Acceptance 2: a MIX_SECONDS (60 s) recording, no sample with frames of two tasks
+    that are not in an await relation."""
     w = running[variant.id]
-    assert long10.of_pid(w.pid), "no samples of pid %d" % w.pid + long10.describe()
-    check_mixing(long10, w)
-
-
-@pytest.fixture(scope="module")
-def long60(root_record_bin, running, long10):
-    return record_all(root_record_bin, running, 60)
-
-
-@SLOW
-@pytest.mark.parametrize("variant", variant_params())
-def test_no_unrelated_tasks_60s(long60, running, variant):
-    w = running[variant.id]
-    assert long60.of_pid(w.pid), "no samples of pid %d" % w.pid + long60.describe()
-    check_mixing(long60, w)
+    assert long.of_pid(w.pid), "no samples of pid %d" % w.pid + long.describe()
+    check_mixing(long, w)
 
 
 # -- acceptance 3: a child whose creator returned shows the creator as its origin -------------

@@ -11,6 +11,7 @@
 #define MAX_BASES   16	/* tp_base chain */
 #define MAX_MEMBERS 64	/* __slots__ of one type */
 #define MAX_KEY	    256 /* longest attribute or module name compared */
+#define KEY_HEAD    80	/* bytes read of each key of a dict looked up by name */
 
 int objread_init(struct objread *r, const struct py_target *t)
 {
@@ -350,37 +351,73 @@ static int dict_view(const struct objread *r, uint64_t dict, struct dict_view *v
 	return 0;
 }
 
-struct find_ctx {
-	const char *key;
-	uint64_t value;
-	int found;
-};
-
-static int find_key(const struct objread *r, uint64_t key, uint64_t value, void *ctx)
+/* 0 when the head of a str object (read in one piece with the others) shows it is not
+ * key, 1 when it may be (the full string then decides). */
+static int head_may_match(const struct objread *r, const uint8_t *head, const char *key,
+			  size_t klen)
 {
-	struct find_ctx *f = ctx;
-	int eq = str_equals(r, key, f->key);
+	const struct py_layout *l = r->l;
+	size_t hlen = l->unicode_ascii_size;
+	uint32_t state;
+	int64_t len;
 
-	if (eq == 1) {
-		f->value = value;
-		f->found = 1;
+	if (hlen + klen > KEY_HEAD || l->unicode_state + 4u > hlen || l->unicode_length + 8u > hlen)
 		return 1;
-	}
-	return 0; /* non-str keys and unreadable ones are simply not it */
+	memcpy(&state, head + l->unicode_state, 4);
+	memcpy(&len, head + l->unicode_length, 8);
+	if (!(state >> l->unicode_compact_bit & 1) || !(state >> l->unicode_ascii_bit & 1))
+		return 1;
+	return len == (int64_t)klen && !memcmp(head + hlen, key, klen);
 }
 
+/* Module and instance dicts are looked up by name on every task snapshot: the heads of
+ * all keys come in one batched read, and only a key whose head matches is read whole. */
 static int view_get(const struct objread *r, const struct dict_view *v, const char *key,
 		    uint64_t *value)
 {
-	struct find_ctx f = { .key = key };
-	int ret = dict_foreach(r, v, find_key, &f);
+	size_t n = (size_t)v->nentries, klen = strlen(key);
+	uint8_t *buf, *heads = NULL, *ok = NULL;
+	uint64_t *keys = NULL, val = 0;
+	int ret = -ENOMEM;
 
-	if (ret)
-		return ret;
-	if (!f.found)
+	if (!n)
 		return -ENOENT;
-	*value = f.value;
-	return 0;
+	buf = malloc(n * v->esize);
+	keys = malloc(n * sizeof(*keys));
+	heads = malloc(n * KEY_HEAD);
+	ok = malloc(n);
+	if (!buf || !keys || !heads || !ok)
+		goto out;
+	if ((ret = rd(r, v->entries, buf, n * v->esize)))
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		memcpy(&keys[i], buf + i * v->esize + v->ekey, 8);
+	if ((ret = mem_read_many(r->pid, keys, n, KEY_HEAD, heads, ok)))
+		goto out;
+	ret = -ENOENT;
+	for (size_t i = 0; i < n && ret == -ENOENT; i++) {
+		if (!keys[i] || (ok[i] && !head_may_match(r, heads + i * KEY_HEAD, key, klen)))
+			continue;
+		/* non-str keys and unreadable ones are simply not it */
+		if (str_equals(r, keys[i], key) != 1)
+			continue;
+		if (v->values) {
+			ret = obj_ptr(r, v->values + i * 8, &val);
+		} else {
+			memcpy(&val, buf + i * v->esize + v->evalue, 8);
+			ret = 0;
+		}
+		if (!ret && !val)
+			ret = -ENOENT; /* a deleted entry */
+	}
+	if (!ret)
+		*value = val;
+out:
+	free(buf);
+	free(keys);
+	free(heads);
+	free(ok);
+	return ret;
 }
 
 int obj_dict_get(const struct objread *r, uint64_t dict, const char *key, uint64_t *value)

@@ -7,14 +7,15 @@ These tests skip while asyncbpf-record prints no `<task ...>` frame at all (the 
 absent); once any task frame appears, they check it. One 6 s recording (with --stats) and
 one 60 s recording for the mixing check (ASYNCBPF_MIX_SECONDS; the sanitizer pass
 shortens it), of all interpreters at once, serve every test."""
+import ast
 import contextlib
 import os
 import re
 
 import pytest
 
-from helpers import (ASYNC_VARIANTS, Frame, TaskFrame, Workload, memory_gap, record_checked,
-                     show, start_all, total)
+from helpers import (ASYNC_VARIANTS, WORKLOADS, Frame, TaskFrame, Workload, memory_gap,
+                     record_checked, show, start_all, total)
 
 PATTERNS = ["direct", "gather_tasks", "gather_coros", "taskgroup", "wait_for", "shield",
             "wait", "as_completed", "timeout", "asyncgen", "asyncwith", "fire_and_forget",
@@ -173,11 +174,28 @@ def test_stacked_exact(short, running, variant, pattern):
 
 # -- acceptance 2: never frames of two tasks that do not await one another ---------------------
 
+def coroutine_heads(path):
+    """{name: co_firstlineno} of the async functions of a workload file."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    return {n.name: min([n.lineno] + [d.lineno for d in n.decorator_list])
+            for n in ast.walk(tree) if isinstance(n, ast.AsyncFunctionDef)}
+
+
+def being_created(frame, heads):
+    """A coroutine function's own frame at its first line, before its body: calling an
+    async function runs it on the caller's stack just long enough to make the coroutine
+    object (3.11+: RETURN_GENERATOR), so the caller's task really is running that code."""
+    return isinstance(frame, Frame) and heads.get(func(frame)) == frame.line
+
+
 def mixing(r, w):
     """Samples holding functions or task names of two patterns, tasks that are not a
     parent-to-child path of the pattern's tree (root first), a function of a task that
-    is not on the sample's task path, or an unknown task."""
+    is not on the sample's task path, or an unknown task. A leaf frame that is a
+    coroutine being created by the running task is the running task's work."""
     recs = w.records("pattern")
+    heads = coroutine_heads(os.path.join(WORKLOADS, "async_patterns.py"))
     fn_pattern, task_pattern, parent, fn_task = {}, {}, {}, {}
 
     def index(p, node, up):
@@ -200,7 +218,8 @@ def mixing(r, w):
         n = generation(s) or ""
         tasks = [x.replace("-" + n, "-{n}") if n and x.startswith("ff-") else x
                  for x in s.tasks()]
-        fns = [func(f) for f in s.frames if func(f) in fn_pattern]
+        frames = s.frames[:-1] if s.frames and being_created(s.frames[-1], heads) else s.frames
+        fns = [func(f) for f in frames if func(f) in fn_pattern]
         pats = {fn_pattern[f] for f in fns} | {task_pattern.get(x, "?") for x in tasks}
         why = None
         if "?" in pats:

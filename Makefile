@@ -59,6 +59,9 @@ $(LIB): $(USER_OBJS)
 $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+# the live view draws with ncursesw (Debian's libncurses-dev)
+$(OUT)/asyncbpf-top: LDLIBS += -lncursesw
+
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@

@@ -46,7 +46,7 @@ struct topview {
 	int sel, first; /* selected row, first row shown */
 	bool prompt;
 	char input[INPUT_MAX];
-	char error[INPUT_MAX + 64];
+	char error[INPUT_MAX + 192];
 };
 
 struct topview *topview_new(const struct topview_opts *o)

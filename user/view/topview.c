@@ -673,10 +673,10 @@ static void help(const struct topview *tv, struct textline *l)
 		text_put(l, tv->input, l->cols - l->width, true);
 		return;
 	}
-	text_add(l, tv->o.utf8 ? "f functions  t tasks  p processes  s sort  w window  / filter  "
+	text_add(l, tv->o.utf8 ? "f t p views  s sort  w window  / filter  "
 				 "\xe2\x8f\x8e narrow  \xe2\x8c\xab widen  c clear  space pause  "
 				 "q quit"
-			       : "f functions  t tasks  p processes  s sort  w window  / filter  "
+			       : "f t p views  s sort  w window  / filter  "
 				 "Enter narrow  Bksp widen  c clear  space pause  q quit");
 }
 

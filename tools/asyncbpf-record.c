@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include "recorder.h"
 #include "recorder_cli.h"
 #include "sampler.h"
-#include "status.h"
 #include "writers.h"
 
 /* s a command has to exit by itself after a signal ended the recording (a terminal's
@@ -64,17 +62,7 @@ static void on_signal(int sig)
 	stop = sig;
 }
 
-static void err(const char *fmt, ...)
-{
-	va_list ap;
-
-	status_clear();
-	fputs("asyncbpf-record: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
+#define err(...) recorder_error("asyncbpf-record", __VA_ARGS__)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -141,18 +129,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'h':
 			printf(usage, recorder_cli_help);
 			exit(0);
-		case ':':
-			err("option '%s' needs a value", argv[optind - 1]);
-			return -1;
 		default:
-			err("unknown option '%s' (see --help)", argv[optind - 1]);
-			return -1;
+			return recorder_cli_bad_option(&o->r, c, argv);
 		}
 	}
-	if (optind < argc) {
-		err("unexpected argument '%s' (see --help)", argv[optind]);
+	if (recorder_cli_no_args(&o->r, argc, argv))
 		return -1;
-	}
 	if (recorder_cli_finish(&o->cli, &o->r))
 		return -1;
 	if (!o->format_set)

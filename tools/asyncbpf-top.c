@@ -10,7 +10,6 @@
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,16 +72,7 @@ static void on_signal(int sig)
 	stop = sig;
 }
 
-static void err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(PROG ": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
+#define err(...) recorder_error(PROG, __VA_ARGS__)
 
 static int seconds(const char *name, const char *arg, double lo, double *out)
 {
@@ -153,18 +143,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'h':
 			printf(usage, recorder_cli_help);
 			exit(0);
-		case ':':
-			err("option '%s' needs a value", argv[optind - 1]);
-			return -1;
 		default:
-			err("unknown option '%s' (see --help)", argv[optind - 1]);
-			return -1;
+			return recorder_cli_bad_option(&o->r, c, argv);
 		}
 	}
-	if (optind < argc) {
-		err("unexpected argument '%s' (see --help)", argv[optind]);
+	if (recorder_cli_no_args(&o->r, argc, argv))
 		return -1;
-	}
 	if (o->window < o->interval || o->window / o->interval > MAX_CUTS) {
 		err("the window (%g s) must hold 1 to %d intervals (%g s)", o->window, MAX_CUTS,
 		    o->interval);

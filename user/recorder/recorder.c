@@ -19,16 +19,30 @@
  * that finds its runtime initialised */
 #define CMD_SCAN_MS 100
 
+static void say(const char *prog, const char *fmt, va_list ap)
+{
+	status_clear();
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void recorder_say(struct recorder *a, const char *fmt, ...)
 {
 	va_list ap;
 
-	status_clear();
-	fprintf(stderr, "%s: ", a->o.prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(a->o.prog, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+void recorder_error(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(prog, fmt, ap);
+	va_end(ap);
 }
 
 double recorder_now(void)
@@ -51,8 +65,8 @@ double recorder_cpu(void)
 
 static void show_status(struct recorder *a, double elapsed)
 {
-	status_show(elapsed, a->recorded + profile_total(a->rec.prof),
-		    a->rec.ntargets, recorder_lost(a, NULL));
+	status_show(elapsed, a->recorded + profile_total(a->rec.prof), a->rec.ntargets,
+		    recorder_lost(a, NULL));
 }
 
 /* Samples taken in tracked processes that are not in the profile. */

@@ -58,6 +58,9 @@ struct recorder_cut {
 
 struct recorder;
 
+/* One message line on stderr, "prog: ...", the status line erased first. */
+void recorder_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Checks the environment and the listed pids, loads and attaches the reader, finds the
  * first targets and starts sampling (a command is started once sampling runs). 0, or
  * EXIT_ENV, EXIT_TARGET, 126/127 (the command could not be run), each said on stderr.

@@ -27,7 +27,8 @@ void status_show(double elapsed, uint64_t samples, size_t processes, uint64_t lo
 	if (!ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 1 && ws.ws_col <= width)
 		width = ws.ws_col - 1;
 	n = snprintf(line, sizeof(line),
-		     "%s: %.0f s, %llu samples, %zu Python process%s, %llu lost", prefix, elapsed, (unsigned long long)samples, processes, processes == 1 ? "" : "es",
+		     "%s: %.0f s, %llu samples, %zu Python process%s, %llu lost", prefix, elapsed,
+		     (unsigned long long)samples, processes, processes == 1 ? "" : "es",
 		     (unsigned long long)lost);
 	if (n > width)
 		line[width] = 0;

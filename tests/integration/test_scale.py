@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, Recording, Workload
-from test_lifecycle import wait_sampling
+from helpers import INTERPRETERS_AVAILABLE, Recording, Workload, wait_sampling
+
 
 # make test-sanitize shortens it: the plain build already ran the full recording
 SECONDS = int(os.environ.get("ASYNCBPF_SCALE_SECONDS") or 30)

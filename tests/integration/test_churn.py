@@ -5,7 +5,6 @@ own maps), and the recorder's memory stays flat after the first 30 s: its heap (
 VmRSS also counts the BPF ring buffers' pages as they are first read, up to their 8 MiB)
 grows by no more than the profile it is building (each distinct process adds its own
 stacks to the output) and a little allocator slack."""
-import json
 import os
 import re
 import shutil

@@ -1,7 +1,6 @@
 """Process lifecycle: a process that starts during the recording, and one that execs
 into another Python version under the same pid."""
 import os
-import re
 import signal
 import subprocess
 import time
@@ -9,7 +8,7 @@ import time
 import pytest
 
 from helpers import (INTERPRETERS_AVAILABLE, WORKLOADS, Frame, Recording, StderrLines,
-                     Workload, cpu_seconds, proc_exe, show, total, wait_cpu, wait_for,
+                     Workload, proc_exe, show, total, wait_cpu, wait_for,
                      wait_sampling)
 
 # CPU time a spinning target runs once profiled: about 50 samples at 99 Hz

@@ -37,6 +37,10 @@ SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
 SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
 PROG = "asyncbpf-record: "
+# How long a recording may take beyond its own -d before it counts as hung: loading and
+# verifying the BPF programs took 25 s on the loaded 2-core machine the suite runs on
+# (other builds and test runs beside it), a sanitizer build is slower still.
+RECORD_TIMEOUT = 180
 
 
 def wait_for(cond, timeout, what, interval=0.05):
@@ -133,7 +137,7 @@ def is_sampling(pid):
     return any("perf_event" in t for t, _ in fds)
 
 
-def wait_sampling(rec, timeout=120):
+def wait_sampling(rec, timeout=RECORD_TIMEOUT):
     """Returns rec (a Popen of asyncbpf-record) once it samples: loading and verifying
     the BPF programs takes seconds, many on a loaded machine; a sanitizer build is
     slower still."""
@@ -219,7 +223,7 @@ def tracked_pids(rec_pid):
     return set(map_entry_pids(rec_pid, ("procs",)).get("procs", ()))
 
 
-def wait_tracked(rec, pids, timeout=60):
+def wait_tracked(rec, pids, timeout=RECORD_TIMEOUT):
     """Waits until asyncbpf-record rec (a Popen) has examined pids and profiles them."""
     if not shutil.which("bpftool"):
         pytest.skip("no bpftool (make deps): it shows which processes the recorder profiles")
@@ -635,7 +639,7 @@ class Recording:
             show(self.samples))
 
 
-def record(binary, *args, output=None, timeout=60, prefix=()):
+def record(binary, *args, output=None, timeout=RECORD_TIMEOUT, prefix=()):
     """Runs asyncbpf-record with args; output=PATH adds -o PATH and reads it back."""
     t = run_tool(binary, *args, *(["-o", output] if output else []), timeout=timeout,
                  prefix=prefix)
@@ -740,7 +744,7 @@ class ToolRun:
             out.rstrip() or "  (empty)")
 
 
-def run_tool(binary, *args, timeout=60, prefix=()):
+def run_tool(binary, *args, timeout=RECORD_TIMEOUT, prefix=()):
     argv = list(prefix) + [binary] + [str(a) for a in args]
     t0 = time.monotonic()
     try:

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from helpers import (ASYNC_VARIANTS, WORKLOADS, Frame, TaskFrame, Workload, memory_gap,
+from helpers import (ASYNC_VARIANTS, RECORD_TIMEOUT, WORKLOADS, Frame, TaskFrame, Workload, memory_gap,
                      record_checked, show, start_all, total)
 
 PATTERNS = ["direct", "gather_tasks", "gather_coros", "taskgroup", "wait_for", "shield",
@@ -81,7 +81,7 @@ def running(root_record_bin):
 def record_all(binary, running, seconds, *extra):
     pids = ",".join(str(w.pid) for w in running.values())
     r = record_checked(binary, "-p", pids, "-d", seconds, "-F", FREQ, *extra,
-                       timeout=seconds + 60)
+                       timeout=seconds + RECORD_TIMEOUT)
     if not any(isinstance(f, TaskFrame) for s in r.samples for f in s.frames):
         pytest.skip(FEATURE_ABSENT)
     return r

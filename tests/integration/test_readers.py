@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, REPO, WORKLOADS, assert_one_error_line,
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, REPO, WORKLOADS, assert_one_error_line,
                      run_tool)
 
 BUILD = os.path.join(REPO, "build")
@@ -72,7 +72,7 @@ def start_record(reader, pids, freq, out, *extra):
                             universal_newlines=True)
 
 
-def wait_ready(rec, timeout=90):
+def wait_ready(rec, timeout=RECORD_TIMEOUT):
     """Waits until the recorder handles SIGINT: its reader is loaded (for bpf, the kernel
     accepted the program, which takes long on a loaded machine) and sampling starts."""
     deadline = time.monotonic() + timeout

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, REPO, WORKLOADS, assert_one_error_line,
-                     run_tool)
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, REPO, WORKLOADS,
+                     assert_one_error_line, run_tool, wait_cpu, wait_for)
 
 BUILD = os.path.join(REPO, "build")
 PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
@@ -24,6 +24,9 @@ BENCH = os.path.join(BUILD, "asyncbpf-bench")
 READERS = ["bpf", "memcpy", "vmreadv"]
 AGREE = 0.90
 CHURN_S = 60
+# CPU time a spinning target runs between the steps of a fault case: about 300 walks
+# at 999 Hz
+WALKED_CPU = 0.3
 
 
 def pick(minimum=(3, 8)):
@@ -220,14 +223,19 @@ def test_memcpy_real_fault_reaches_target(built, tmp, segv_lib, churn, case):
     rec = start_record("memcpy", [t.pid], 999, out)
     try:
         wait_ready(rec)
-        time.sleep(1.5)
+        # the reader's timer thread starts with the recorder's main loop; then the target
+        # is walked at each tick while it runs (a spinner runs, or waits for a CPU)
+        wait_for(lambda: rec.poll() is not None or len(os.listdir("/proc/%d/task" % rec.pid))
+                 > 1, RECORD_TIMEOUT, "the memcpy reader's timer thread to start")
+        assert rec.poll() is None, "asyncbpf-record exited: %s" % (finish(rec),)
+        wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
         for step in steps:
-            if step == "wait":
-                time.sleep(1.5)
+            if step == "wait":  # walked with faulthandler's handler in place, then install
+                wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
                 continue
             t.send(step)
             assert t.proc.stdout.readline().strip() == "installed"
-        time.sleep(0.5)
+        wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
         t.send("fault")
         rc = t.proc.wait(timeout=30)
         err = t.proc.stderr.read()

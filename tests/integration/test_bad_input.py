@@ -5,11 +5,12 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, PROG, WORKLOADS, Proc, Workload,
-                     assert_one_error_line, record, show)
+from helpers import (INTERPRETERS_AVAILABLE, PROG, RECORD_TIMEOUT, WORKLOADS, Proc, Recording,
+                     Workload, assert_one_error_line, record, show, wait_cpu, wait_sampling)
 
 
 def gone_pid():
@@ -60,9 +61,31 @@ def test_bad_pids_among_good(root_record_bin):
     assert not lines_naming(r, w.pid), "a line names the good pid" + r.describe()
 
 
+# how soon after its only -p target exits a recording must end (it looks at least every
+# second), against a -d that would last far longer
+EXIT_NOTICED = 5
+
+
 def test_pid_exits_during_recording(root_record_bin, interp):
-    with Workload(interp.path, "spin.py", 2, reap=True) as w:
-        r = record(root_record_bin, "-p", w.pid, "-d", 6)
+    """The target is sampled, then exits: the recording ends soon after, long before its
+    -d, with one line saying so."""
+    with Workload(interp.path, "spin.py", "stdin", stdin=True) as w:
+        rec = subprocess.Popen([root_record_bin, "-p", str(w.pid), "-d", "120"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_sampling(rec)
+            wait_cpu([w.pid], 0.3, RECORD_TIMEOUT, "CPU time while sampled")
+            w.send("exit")
+            assert w.proc.wait(timeout=30) == 0, "the target failed"
+            t_exit = time.monotonic()
+            out, err = rec.communicate(timeout=RECORD_TIMEOUT)
+            after_exit = time.monotonic() - t_exit
+        finally:
+            if rec.poll() is None:
+                rec.kill()
+                rec.wait()
+    r = Recording(rec.args, rec.returncode, out.decode(errors="replace"),
+                  err.decode(errors="replace"), after_exit)
     assert r.rc == 0, "expected exit 0" + r.describe()
     assert r.of_pid(w.pid), "no stacks of pid %d" % w.pid + r.describe()
     lines = lines_naming(r, w.pid)
@@ -70,7 +93,9 @@ def test_pid_exits_during_recording(root_record_bin, interp):
         "expected one line about pid %d" % w.pid + r.describe())
     assert "exit" in lines[0].lower(), "the line does not say pid %d exited" % w.pid + r.describe()
     assert all(l.startswith(PROG) for l in r.err_lines()), "unprefixed lines" + r.describe()
-    assert r.elapsed < 4.5, "recording did not end early (target ran 2 s of -d 6)" + r.describe()
+    assert after_exit < EXIT_NOTICED, (
+        "recording did not end within %d s of its target's exit (-d 120)" % EXIT_NOTICED
+        + r.describe())
 
 
 # -- privileges ---------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""Spins in spin() for SECONDS (argument; default forever) after printing READY, then
-exits 0. Runs on any Python 3."""
+"""Spins in spin() for SECONDS (argument; default forever; "stdin": until a line or the
+end of input arrives on stdin) after printing READY, then exits 0. Runs on any Python 3."""
+import select
 import sys
 import time
 
@@ -9,9 +10,13 @@ import _wl
 def spin(seconds):
     _wl.fact(stack=_wl.stack_of_caller())
     _wl.ready()
-    end = time.monotonic() + seconds
+    if seconds == "stdin":
+        while not select.select([sys.stdin], [], [], 0)[0]:
+            for _ in range(20000): pass  # BUSY
+        return
+    end = time.monotonic() + float(seconds)
     while time.monotonic() < end: pass  # BUSY
 
 
 if __name__ == "__main__":
-    spin(float(sys.argv[1]) if len(sys.argv) > 1 else float("inf"))
+    spin(sys.argv[1] if len(sys.argv) > 1 else "inf")

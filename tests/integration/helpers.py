@@ -6,6 +6,7 @@ import os
 import re
 import selectors
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -65,31 +66,41 @@ def proc_exe(pid):
         return None
 
 
-def cpu_seconds(pid):
-    """CPU time pid has run, all threads (/proc/PID/schedstat: nanoseconds, not the
-    tick-sampled utime), or None once it is gone."""
-    try:
-        with open("/proc/%d/schedstat" % pid) as f:
-            return int(f.read().split()[0]) / 1e9
-    except (OSError, ValueError, IndexError):
+def cpu_seconds(who):
+    """CPU time a process has run, all its threads, or one thread given as (pid, tid),
+    from schedstat (nanoseconds, not the tick-sampled utime); None once it is gone."""
+    pid, tid = who if isinstance(who, tuple) else (who, None)
+    paths = (["/proc/%d/task/%d/schedstat" % (pid, tid)] if tid else
+             glob.glob("/proc/%d/task/*/schedstat" % pid))
+    total = 0
+    for path in paths:
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            if tid:
+                return None  # a thread of a process may end meanwhile, and take its time along
+    if not paths or not os.path.exists("/proc/%d" % pid):
         return None
+    return total / 1e9
 
 
-def wait_cpu(pids, seconds, timeout, what="CPU time"):
-    """Waits until each of pids has run `seconds` more CPU time than when called. A
-    sampler at F Hz then took about F * seconds samples of each, however loaded the
-    machine (a busy machine stretches wall time, not CPU time)."""
-    pids = list(pids)
-    base = {p: cpu_seconds(p) for p in pids}
-    gone = [p for p, c in base.items() if c is None]
-    assert not gone, "pids %s are gone before running %s" % (gone, what)
+def wait_cpu(who, seconds, timeout, what="CPU time"):
+    """Waits until each of who (pids, or (pid, tid) for one thread) has run `seconds`
+    more CPU time than when called. A sampler at F Hz then took about F * seconds samples
+    of each, however loaded the machine (a busy machine stretches wall time, not CPU
+    time)."""
+    who = list(who)
+    base = {w: cpu_seconds(w) for w in who}
+    gone = [w for w, c in base.items() if c is None]
+    assert not gone, "%s gone before running %s" % (gone, what)
 
     def done():
-        now = {p: cpu_seconds(p) for p in pids}
-        ended = [p for p, c in now.items() if c is None]
-        assert not ended, "pids %s exited while waiting for %s" % (ended, what)
-        return all(now[p] - base[p] >= seconds for p in pids)
-    wait_for(done, timeout, "%gs of %s in each of pids %s" % (seconds, what, pids), 0.1)
+        now = {w: cpu_seconds(w) for w in who}
+        ended = [w for w, c in now.items() if c is None]
+        assert not ended, "%s exited while waiting for %s" % (ended, what)
+        return all(now[w] - base[w] >= seconds for w in who)
+    wait_for(done, timeout, "%gs of %s in each of %s" % (seconds, what, who), 0.1)
 
 
 def online_cpus():
@@ -651,9 +662,39 @@ def record(binary, *args, output=None, timeout=RECORD_TIMEOUT, prefix=()):
     return Recording(t.argv, t.rc, out, t.err, t.elapsed)
 
 
+# CPU time a target runs under the sampler in record_sampled(): about 30 samples at 99 Hz
+SAMPLED_CPU = 0.3
+
+
+def record_sampled(binary, *args, pids, cpu=SAMPLED_CPU, output=None, timeout=RECORD_TIMEOUT,
+                   prefix=(), env=None):
+    """record() for tests that need samples of pids (running targets), where a -d would
+    have to guess how long loading takes and how much CPU a loaded machine leaves them:
+    asyncbpf-record runs until it samples and each of pids has run `cpu` seconds of CPU
+    since, then gets SIGINT (which ends a recording as -d does)."""
+    argv = list(prefix) + [binary] + [str(a) for a in args] + (["-o", output] if output else [])
+    t0 = time.monotonic()
+    rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        wait_sampling(rec, timeout)
+        wait_cpu(pids, cpu, timeout, "CPU time while sampled")
+        rec.send_signal(signal.SIGINT)
+        out, err = rec.communicate(timeout=timeout)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    out, err = out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
+    if output and os.path.exists(output):
+        assert not out.strip(), "-o given but stdout has output: %.300r" % out
+        with open(output, errors="replace") as f:
+            out = f.read()
+    return Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
+
+
 def record_checked(binary, *args, **kw):
-    """record() that must exit 0 with no error on stderr."""
-    r = record(binary, *args, **kw)
+    """record() (record_sampled() given pids=) that must exit 0."""
+    r = record_sampled(binary, *args, **kw) if "pids" in kw else record(binary, *args, **kw)
     assert r.rc == 0, "asyncbpf-record failed" + r.describe()
     return r
 

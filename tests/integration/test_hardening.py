@@ -13,8 +13,8 @@ import time
 import pytest
 
 from helpers import (INTERPRETERS_AVAILABLE, PROG, RECORD_TIMEOUT, WORKLOADS, Recording,
-                     Workload, assert_one_error_line, record, record_checked, wait_cpu,
-                     wait_sampling)
+                     Workload, assert_one_error_line, record, record_checked, record_sampled,
+                     wait_cpu, wait_sampling)
 
 
 def any_python():
@@ -89,7 +89,7 @@ def test_output_replaced_by_rename(root_record_bin, spinner, tmp_path):
     keep = tmp_path / "keep"
     os.link(str(out), str(keep))
     old_ino = os.stat(str(out)).st_ino
-    r = record_checked(root_record_bin, "-p", spinner.pid, "-d", 1, output=str(out))
+    r = record_checked(root_record_bin, "-p", spinner.pid, output=str(out), pids=[spinner.pid])
     check_valid(r, spinner.pid)
     assert read(keep) == "old\n", "the old file was written in place"
     assert os.stat(str(out)).st_ino != old_ino
@@ -103,8 +103,9 @@ def test_output_mode(root_record_bin, spinner, tmp_path, args, umask, mode):
     """The mode asked for exactly, whatever the umask: each case runs under a umask that
     would change the result if the file were created with that mode and no more."""
     out = tmp_path / "out"
-    r = record_checked(root_record_bin, "-p", spinner.pid, "-d", 1, *args, output=str(out),
-                       prefix=["sh", "-c", "umask %o; exec \"$@\"" % umask, "sh"])
+    r = record_checked(root_record_bin, "-p", spinner.pid, *args, output=str(out),
+                       prefix=["sh", "-c", "umask %o; exec \"$@\"" % umask, "sh"],
+                       pids=[spinner.pid])
     got = stat.S_IMODE(os.stat(str(out)).st_mode)
     assert got == mode, "mode %o, expected %o (umask %o)" % (got, mode, umask)
     if mode & 0o400:
@@ -267,10 +268,7 @@ def test_btf_override_is_used(root_record_bin, spinner):
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
         pytest.skip("kernel exposes no BTF")
     env = dict(os.environ, ASYNCBPF_BTF="/sys/kernel/btf/vmlinux")
-    p = subprocess.run([root_record_bin, "-p", str(spinner.pid), "-d", "1"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                       timeout=RECORD_TIMEOUT)
-    r = Recording(p.args, p.returncode, p.stdout.decode(), p.stderr.decode(), 0)
+    r = record_sampled(root_record_bin, "-p", spinner.pid, env=env, pids=[spinner.pid])
     assert r.rc == 0 and r.of_pid(spinner.pid), "recording with ASYNCBPF_BTF failed" + r.describe()
 
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, Workload, record
+from helpers import INTERPRETERS_AVAILABLE, Workload, record, record_sampled
 
 
 def any_python():
@@ -41,7 +41,7 @@ def test_output_fifo_gets_the_profile(root_record_bin):
     t.start()
     try:
         with Workload(interp.path, "spin.py", "stdin", stdin=True) as w:
-            r = record(root_record_bin, "-p", w.pid, "-d", 2, "-o", fifo)
+            r = record_sampled(root_record_bin, "-p", w.pid, "-o", fifo, pids=[w.pid])
     finally:
         if t.is_alive():  # the recorder failed before opening it: unblock the reader
             with open(fifo, "w"):

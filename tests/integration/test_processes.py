@@ -43,7 +43,7 @@ def all_mode(root_record_bin):
         sleeper = stack.enter_context(Proc(["sleep", "1000"]))
         shell = stack.enter_context(Proc(["sh", "-c", "while :; do :; done"]))
         running = {k: (w.pid, comm_of(w.pid), w.fact("stack")) for k, w in loads.items()}
-        r = record_checked(root_record_bin, "-a", "-d", 4)
+        r = record_checked(root_record_bin, "-a", pids=[w.pid for w in loads.values()])
     return r, running, {"sleep": sleeper.pid, "sh loop": shell.pid}
 
 

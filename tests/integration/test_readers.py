@@ -16,7 +16,7 @@ import time
 import pytest
 
 from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, REPO, WORKLOADS,
-                     assert_one_error_line, run_tool, wait_cpu, wait_for)
+                     assert_one_error_line, is_sampling, run_tool, wait_cpu, wait_for)
 
 BUILD = os.path.join(REPO, "build")
 PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
@@ -89,6 +89,23 @@ def wait_ready(rec, timeout=RECORD_TIMEOUT):
             return
         time.sleep(0.05)
     raise AssertionError("asyncbpf-record did not start: %s" % (finish(rec)[1],))
+
+
+def timer_running(rec):
+    """The userspace readers' timer thread runs (it starts with the main loop)."""
+    try:
+        return len(os.listdir("/proc/%d/task" % rec.pid)) > 1
+    except OSError:
+        return False
+
+
+def wait_sampling(rec, reader):
+    """Waits until a recorder that handles SIGINT (wait_ready) also samples: the BPF
+    reader's cpu-clock events are attached, or a userspace reader's timer runs."""
+    wait_for(lambda: rec.poll() is not None or (
+        is_sampling(rec.pid) if reader == "bpf" else timer_running(rec)), RECORD_TIMEOUT,
+        "asyncbpf-record --reader %s to sample" % reader)
+    assert rec.poll() is None, "--reader %s exited: %s" % (reader, finish(rec))
 
 
 def finish(rec, timeout=30):
@@ -168,9 +185,10 @@ def test_readers_agree(built, tmp, churn):
     try:
         outs = {r: os.path.join(tmp, "agree-%s.txt" % r) for r in READERS}
         recs = {r: start_record(r, pids, 999, outs[r], "--no-origins") for r in READERS}
-        for rec in recs.values():
+        for r, rec in recs.items():
             wait_ready(rec)
-        time.sleep(8)
+            wait_sampling(rec, r)
+        time.sleep(8)  # all three sample now: the window whose profiles are compared
         results = {r: finish(recs[r]) for r in READERS}
     finally:
         for t in targets.values():
@@ -223,11 +241,9 @@ def test_memcpy_real_fault_reaches_target(built, tmp, segv_lib, churn, case):
     rec = start_record("memcpy", [t.pid], 999, out)
     try:
         wait_ready(rec)
-        # the reader's timer thread starts with the recorder's main loop; then the target
-        # is walked at each tick while it runs (a spinner runs, or waits for a CPU)
-        wait_for(lambda: rec.poll() is not None or len(os.listdir("/proc/%d/task" % rec.pid))
-                 > 1, RECORD_TIMEOUT, "the memcpy reader's timer thread to start")
-        assert rec.poll() is None, "asyncbpf-record exited: %s" % (finish(rec),)
+        # the target is walked at each tick while it runs (a spinner runs, or waits for a
+        # CPU)
+        wait_sampling(rec, "memcpy")
         wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
         for step in steps:
             if step == "wait":  # walked with faulthandler's handler in place, then install

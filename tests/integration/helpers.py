@@ -666,18 +666,21 @@ def record(binary, *args, output=None, timeout=RECORD_TIMEOUT, prefix=()):
 SAMPLED_CPU = 0.3
 
 
-def record_sampled(binary, *args, pids, cpu=SAMPLED_CPU, output=None, timeout=RECORD_TIMEOUT,
-                   prefix=(), env=None):
+def record_sampled(binary, *args, pids, cpu=SAMPLED_CPU, min_seconds=0, output=None,
+                   timeout=RECORD_TIMEOUT, prefix=(), env=None):
     """record() for tests that need samples of pids (running targets), where a -d would
     have to guess how long loading takes and how much CPU a loaded machine leaves them:
     asyncbpf-record runs until it samples and each of pids has run `cpu` seconds of CPU
-    since, then gets SIGINT (which ends a recording as -d does)."""
+    since (and at least min_seconds), then gets SIGINT (which ends a recording as -d
+    does)."""
     argv = list(prefix) + [binary] + [str(a) for a in args] + (["-o", output] if output else [])
     t0 = time.monotonic()
     rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         wait_sampling(rec, timeout)
+        sampling = time.monotonic()
         wait_cpu(pids, cpu, timeout, "CPU time while sampled")
+        time.sleep(max(0, min_seconds - (time.monotonic() - sampling)))
         rec.send_signal(signal.SIGINT)
         out, err = rec.communicate(timeout=timeout)
     finally:

@@ -13,6 +13,8 @@ from helpers import (INTERPRETERS_AVAILABLE, WORKLOADS, Frame, Recording, Stderr
 
 # CPU time a spinning target runs once profiled: about 50 samples at 99 Hz
 SAMPLED_CPU = 0.5
+# CPU time each late process spins for, from its start
+LATE_CPU = 0.6
 
 
 def python_frames(s):
@@ -35,12 +37,14 @@ def finish(rec, timeout=60, err=None):
     if rec.poll() is None:
         rec.send_signal(signal.SIGINT)
     try:
+        if err:
+            rec.stderr = None  # err's thread reads it: communicate() reads only stdout
         out, stderr = rec.communicate(timeout=timeout)
+        text = err.text() if err else stderr.decode(errors="replace")
     finally:
         if rec.poll() is None:
             rec.kill()
             rec.wait()
-    text = err.text() if err else stderr.decode(errors="replace")
     r = Recording(rec.args, rec.returncode, out.decode(errors="replace"), text,
                   time.monotonic() - rec.t0)
     assert r.rc == 0, "recording failed" + r.describe()
@@ -58,16 +62,17 @@ def distinct_minors():
 
 def test_late_process_has_correct_symbols(root_record_bin):
     """Processes started once the recording samples (after its first scan) are profiled
-    from their first seconds, with the stacks the interpreters themselves report: each
-    spins 3 s, and the recording runs until both have exited."""
+    from their start, with the stacks the interpreters themselves report: each spins
+    LATE_CPU of its own CPU time (about 60 samples at 99 Hz: a wall-clock spin gets what
+    a loaded machine leaves it), and the recording runs until both have exited."""
     interps = distinct_minors()[-2:]
     if not interps:
         pytest.skip("no supported interpreter installed")
-    rec = start_recording(root_record_bin, "-a")
+    rec = start_recording(root_record_bin, "-a", "--stats")  # (examinations, if it fails)
     loads = []
     try:
         for i in interps:
-            loads.append(Workload(i.path, "spin.py", 3).start())
+            loads.append(Workload(i.path, "spin.py", LATE_CPU, "cpu").start())
         for w in loads:
             w.wait_ready()
         for w in loads:

@@ -169,7 +169,7 @@ def test_signal_writes_complete_file(root_record_bin, spinner, tmp_path, sig):
     out = tmp_path / "out"
     p = start_recording(root_record_bin, "-p", spinner.pid, "-o", out)
     # the spinner runs under the sampler long enough to leave stacks (about 50 at 99 Hz)
-    wait_cpu([spinner.pid], 0.5, 120, "CPU time while sampled")
+    wait_cpu([spinner.pid], 0.5, RECORD_TIMEOUT, "CPU time while sampled")
     assert not out.exists(), "output visible before the recording ended"
     t0 = time.monotonic()
     p.send_signal(sig)

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, WORKLOADS, Frame, Recording, StderrLines,
-                     Workload, proc_exe, show, total, wait_cpu, wait_for,
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, WORKLOADS, Frame, Recording,
+                     StderrLines, Workload, proc_exe, show, total, wait_cpu, wait_for,
                      wait_sampling)
 
 # CPU time a spinning target runs once profiled: about 50 samples at 99 Hz
@@ -116,7 +116,7 @@ def test_exec_into_another_version(root_record_bin):
             for img, then in ((a, lambda: w.send("exec")), (b, None)):
                 wait_for(lambda: profiling_line(err, w.pid, img), 60,
                          "asyncbpf-record -v to profile pid %d as %s" % (w.pid, img.id))
-                wait_cpu([w.pid], SAMPLED_CPU, 120, "CPU profiled as %s" % img.id)
+                wait_cpu([w.pid], SAMPLED_CPU, RECORD_TIMEOUT, "CPU profiled as %s" % img.id)
                 if then:
                     then()
                     exe = os.path.realpath(b.path)

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, Frame, Proc, Recording, Workload, record_checked,
-                     show, total, wait_cpu, wait_sampling, wait_tracked)
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, Frame, Proc, Recording, Workload,
+                     record_checked, show, total, wait_cpu, wait_sampling, wait_tracked)
 
 RUNNING = {}  # interp id -> (pid, comm, ground-truth stack)
 
@@ -88,7 +88,7 @@ def test_all_finds_late_process(root_record_bin):
         t0 = time.monotonic()
         with Workload(py.path, "spin.py") as w:
             wait_tracked(rec, [w.pid])
-            wait_cpu([w.pid], 0.5, 120, "CPU time while profiled")
+            wait_cpu([w.pid], 0.5, RECORD_TIMEOUT, "CPU time while profiled")
             rec.send_signal(signal.SIGINT)
             out, err = rec.communicate(timeout=60)
     finally:

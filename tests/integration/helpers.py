@@ -172,17 +172,23 @@ class StderrLines:
     while the process runs; text() is everything read, once the process has ended."""
 
     def __init__(self, proc):
-        self.lines = []
+        self.lines, self.times = [], []
         self.thread = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
         self.thread.start()
 
     def _read(self, f):
         for line in f:
+            self.times.append(time.monotonic())
             self.lines.append(line.decode(errors="replace"))
 
     def find(self, pattern):
         """The first line read so far that matches the regular expression, or None."""
         return next((l for l in list(self.lines) if re.search(pattern, l)), None)
+
+    def when(self, pattern):
+        """When (time.monotonic()) the first line matching pattern was read, or None."""
+        return next((t for t, l in zip(list(self.times), list(self.lines))
+                     if re.search(pattern, l)), None)
 
     def text(self, timeout=30):
         self.thread.join(timeout)

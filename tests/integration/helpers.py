@@ -44,6 +44,12 @@ PROG = "asyncbpf-record: "
 RECORD_TIMEOUT = 180
 
 
+def named_pids(line):
+    """The pids a message names: "pid N" or a /proc/N/ path (a number elsewhere in it,
+    a count or an address, is not a pid, and may equal one of another process)."""
+    return {int(a or b) for a, b in re.findall(r"\bpid (\d+)|/proc/(\d+)/", line)}
+
+
 def wait_for(cond, timeout, what, interval=0.05):
     """Polls cond() until it returns something true, and returns that; after timeout
     seconds fails with what was waited for (a condition, never a guessed delay: the

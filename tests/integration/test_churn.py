@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from helpers import (ASAN, INTERPRETERS_AVAILABLE, WORKLOADS, Recording, map_entry_pids,
+from helpers import (ASAN, INTERPRETERS_AVAILABLE, WORKLOADS, Recording, map_entry_pids, named_pids,
                      wait_for, wait_sampling)
 
 # make test-sanitize shortens it: the plain build already churned the full 2 minutes
@@ -108,7 +108,7 @@ def test_churn(root_record_bin):
     assert r.rc == 0, "recording failed" + r.describe()
     gone = set(churned)
     named = [l for l in r.err_lines() if l.startswith("asyncbpf-record:")
-             and gone & {int(n) for n in re.findall(r"\b\d+\b", l)}]
+             and gone & named_pids(l)]
     assert not named, "messages about churned processes: %s" % named[:10] + r.describe()
     bad = [l for l in r.err_lines() if l.startswith("asyncbpf-record:")
            and "warning" not in l]

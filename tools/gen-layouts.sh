@@ -1,8 +1,9 @@
 #!/bin/sh
 # Prints user/py_layouts.c: the struct py_layout of every CPython release line 3.8-3.13,
 # measured with offsetof/sizeof against each installed pyenv interpreter's headers
-# (the newest micro of each line). Lines not installed are left out, with a note on
-# stderr. Run as `make layouts`.
+# (the newest micro of each line), and writes user/py_objmodel.c, the object models of
+# the same lines and of 3.14+ (see HEADER_TREES below). Lines not installed are left out,
+# with a note on stderr. Run as `make layouts`.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +55,33 @@ if [ -z "$found" ]; then
 	exit 1
 fi
 
+# 3.14+ describe their frames in _Py_DebugOffsets (user/pydebug.c); only their object model
+# is generated, from a distribution's headers: HEADER_TREES lists root directories of
+# installed systems (a debootstrap'd Debian sid with libpython3.X-dev, say).
+omfound=$found
+for minor in 14 15; do
+	inc=""
+	for tree in ${HEADER_TREES:-}; do
+		if [ -f "$tree/usr/include/python3.$minor/internal/pycore_debug_offsets.h" ]; then
+			inc=$tree/usr/include/python3.$minor
+			arch=$tree/usr/include/x86_64-linux-gnu/python3.$minor
+			break
+		fi
+	done
+	if [ -z "$inc" ]; then
+		echo "gen-layouts: no CPython 3.$minor headers under HEADER_TREES, skipped" >&2
+		continue
+	fi
+	# pyconfig.h includes its multiarch twin by a path relative to /usr/include
+	mkdir -p "$tmp/inc-3.$minor/x86_64-linux-gnu"
+	ln -s "$arch" "$tmp/inc-3.$minor/x86_64-linux-gnu/python3.$minor"
+	"$cc" -std=gnu11 -Wall -Wextra -Werror -DPy_BUILD_CORE -isystem "$inc" \
+		-isystem "$inc/internal" -isystem "$tmp/inc-3.$minor" -I"$top/bpf" -I"$top/user" \
+		"$omsrc" -o "$tmp/genom-3.$minor"
+	"$tmp/genom-3.$minor" >"$tmp/objmodel-3.$minor"
+	omfound="$omfound 3.$minor"
+done
+
 {
 	cat <<HDR
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
@@ -65,7 +93,7 @@ fi
 
 const struct py_objmodel py_objmodel_gen[] = {
 HDR
-	for m in $found; do
+	for m in $omfound; do
 		cat "$tmp/objmodel-$m"
 	done
 	echo "};"

@@ -46,11 +46,8 @@
 
 #define PW_MAX_GENS   32 /* generator frames remembered per thread walk */
 #define PW_CODE_SLOTS 8	 /* code objects remembered per walk, direct-mapped */
-/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.14 */
+/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.15 */
 #define PW_OWNED_BY_GENERATOR 1
-/* FRAME_EXECUTING (3.11-3.14 gi_frame_state, 3.10 f_state) is 0: below it created or
- * suspended, above it completed or cleared */
-#define PW_GEN_EXECUTING 0
 
 struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
@@ -220,7 +217,7 @@ static PW_INLINE __s32 pw_instr(const struct py_layout *l, const __u8 *frame, __
 	return (__s32)off;
 }
 
-/* A _PyStackRef (3.14) is a pointer with tag bits; before 3.14 ref_tag_bits is 0. */
+/* A _PyStackRef (3.14+) is a pointer with tag bits; before 3.14 ref_tag_bits is 0. */
 static PW_INLINE __u64 pw_untag(const struct py_layout *l, __u64 ref)
 {
 	return ref & ~(((__u64)1 << (l->ref_tag_bits & 7)) - 1);
@@ -396,9 +393,9 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 			return 0;
 		at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
 		/* the value stack lies inside the frame, past its fixed part */
-		if (at < frame + 16 || at - frame > 0x10000)
+		if (at < frame + 16 + 8 * (__u64)a->yf_slots || at - frame > 0x10000)
 			return 0;
-		at -= 8;
+		at -= 8 * (__u64)(a->yf_slots & 3);
 		break;
 	default:
 		return 0;
@@ -414,7 +411,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 	const struct py_async_layout *a = &p->async;
 	struct pw_scratch *s = w->s;
 	__u64 gen = w->gen, frame = 0, code, yf;
-	__s8 state = -1;
+	__s8 state = -1, executing = a->gen_executing;
 	__u32 n = w->n;
 
 	(void)i;
@@ -427,7 +424,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 		if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
 			return 1; /* finished */
 	} else {
-		if (pw_read(&state, 1, gen + a->gen_frame_state) || state > PW_GEN_EXECUTING)
+		if (pw_read(&state, 1, gen + a->gen_frame_state) || state > executing)
 			return 1; /* finished */
 		frame = gen + a->gen_frame;
 	}
@@ -437,17 +434,17 @@ static long pw_coro_step(__u32 i, void *ctx)
 	}
 	if (a->frame_state) { /* 3.10 */
 		state = (__s8)s->frame[PW_OFF(a->frame_state)];
-		if (state > PW_GEN_EXECUTING)
+		if (state > executing)
 			return 1;
 	} else if (a->yf_kind == PY_YF_LASTI_BYTES &&
 		   !PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) &&
 		   PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0) {
-		state = PW_GEN_EXECUTING; /* 3.8-3.9: no value stack while running */
+		state = executing; /* 3.8-3.9: no value stack while running */
 	}
 	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
-	yf = state == PW_GEN_EXECUTING ? 0 : pw_yield_from(p, frame, state, s);
+	yf = state == executing ? 0 : pw_yield_from(p, frame, state, s);
 	w->out[n].fp = pw_code_fp_cached(p, code, s);
 	w->n = n + 1;
 	w->gen = pw_yf_target(p, yf, &w->awaited);

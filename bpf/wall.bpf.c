@@ -172,11 +172,11 @@ static __always_inline int gen_executing(const struct py_proc *p, __u64 gen)
 	__s8 state = -1;
 
 	if (l->frame_kind != PY_FRAMES_OBJECT)
-		return !pw_read(&state, 1, gen + a->gen_frame_state) && state == PW_GEN_EXECUTING;
+		return !pw_read(&state, 1, gen + a->gen_frame_state) && state == a->gen_executing;
 	if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
 		return 0;
 	if (a->frame_state)
-		return !pw_read(&state, 1, frame + a->frame_state) && state == PW_GEN_EXECUTING;
+		return !pw_read(&state, 1, frame + a->frame_state) && state == a->gen_executing;
 	/* 3.8-3.9: no value stack while running */
 	return !pw_read(&stack, 8, frame + a->frame_stack) && !stack &&
 	       !pw_read(&lasti, 4, frame + l->frame_lasti) && lasti >= 0;

@@ -13,6 +13,7 @@
 #include "memread.h"
 #include "py_layouts.h"
 #include "py_layouts_table.h"
+#include "pydebug.h"
 
 #define DEBUG_COOKIE "xdebugpy"
 #define DEBUG_MAX    4096 /* larger than any _Py_DebugOffsets so far (584 in 3.13) */
@@ -34,9 +35,9 @@ static void supported_range(char *buf, size_t len)
 	uint32_t lo = py_layout_table[0].py_version;
 	uint32_t hi = py_layout_table[py_layout_table_len - 1].py_version;
 
-	/* 3.14 needs no table entry: it describes itself (py314.c) */
-	if (PYV_MINOR_OF(hi) < PYV(3, 14))
-		hi = PYV(3, 14);
+	/* 3.13+ describe themselves: the newest line is that of the newest pydebug.c table */
+	if (pydbg_tables_len && PYV_MINOR_OF(hi) < pydbg_tables[pydbg_tables_len - 1].minor)
+		hi = pydbg_tables[pydbg_tables_len - 1].minor;
 	snprintf(buf, len, "%u.%u\u2013%u.%u", PYV_MAJOR(lo), PYV_MINOR(lo), PYV_MAJOR(hi),
 		 PYV_MINOR(hi));
 }

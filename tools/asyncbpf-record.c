@@ -382,6 +382,9 @@ struct app {
 	} warned[WARNED]; /* the last processes warned about as unsupported */
 	size_t nwarned;
 	char first_unexamined[512];
+	/* processes whose tasks, or whose task creation, could not be read, and the first why */
+	uint64_t tasks_off, origins_off;
+	char tasks_off_why[512], origins_off_why[512];
 };
 
 static double now_s(void);
@@ -415,6 +418,9 @@ static void watch_creations(struct app *a, struct target *tg)
 		err("warning: pid %d: cannot watch task creation (%s); tasks whose creator "
 		    "returned are shown as roots",
 		    tg->t.pid, why);
+		if (!a->origins_off++)
+			snprintf(a->origins_off_why, sizeof(a->origins_off_why), "pid %d: %s",
+				 tg->t.pid, why);
 	}
 }
 
@@ -449,6 +455,8 @@ static void refresh_tasks(struct app *a)
 		if (ret < 0) {
 			tg->async_off = 1;
 			err("warning: %s; its stacks are shown without asyncio tasks", why);
+			if (!a->tasks_off++)
+				snprintf(a->tasks_off_why, sizeof(a->tasks_off_why), "%s", why);
 			continue;
 		}
 		tg->async_fails = 0;
@@ -810,6 +818,18 @@ static double hist_median(const uint64_t *h)
 	return 0;
 }
 
+/* Processes profiled without their asyncio tasks, or without task creation watched: none
+ * is a silent answer. */
+static void print_task_support(const struct app *a)
+{
+	fprintf(stderr, "processes without asyncio tasks: %llu%s%s%s\n",
+		(unsigned long long)a->tasks_off, a->tasks_off ? " (first: " : "", a->tasks_off_why,
+		a->tasks_off ? ")" : "");
+	fprintf(stderr, "processes without task creation watched: %llu%s%s%s\n",
+		(unsigned long long)a->origins_off, a->origins_off ? " (first: " : "",
+		a->origins_off_why, a->origins_off ? ")" : "");
+}
+
 static void print_ustats(struct app *a, double elapsed)
 {
 	struct ureader_stats st;
@@ -837,6 +857,7 @@ static void print_ustats(struct app *a, double elapsed)
 		fprintf(stderr, "faults caught: %llu\nhandler runs unattached: %llu\n",
 			(unsigned long long)st.faults, (unsigned long long)st.idle);
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
+	print_task_support(a);
 	fprintf(stderr, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
 	fprintf(stderr, "processes: %zu\n", a->rec.ntargets);
 	fprintf(stderr, "symbols cached: %zu\n", symtab_size(a->rec.syms));
@@ -884,6 +905,7 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 	}
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
+	print_task_support(a);
 	fprintf(stderr,
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",

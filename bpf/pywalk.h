@@ -227,8 +227,8 @@ struct pw_walk {
 	const struct py_proc *p;
 	struct frame_rec *out; /* MAX_FRAMES entries */
 	struct pw_scratch *s;
-	__u64 frame;
-	__u32 n, flags;
+	__u64 frame, base;
+	__u32 n, flags, at_base;
 	__u64 pend_gen; /* the last frame's generator, its caller not seen yet */
 	__u32 pend_idx;
 };
@@ -262,6 +262,11 @@ static long pw_walk_step(__u32 i, void *ctx)
 	(void)i;
 	if (!cur || n >= MAX_FRAMES)
 		return 1;
+	if (cur == w->base) {
+		w->at_base = 1;
+		w->frame = 0;
+		return 1;
+	}
 	if (len > PW_READ_MAX)
 		len = PW_READ_MAX;
 	if (pw_read(s->frame, len, cur)) {
@@ -296,19 +301,33 @@ static long pw_walk_step(__u32 i, void *ctx)
 }
 
 /* Walks outward from frame, innermost first, into out[0..MAX_FRAMES). Returns the number
- * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. */
-static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, struct frame_rec *out,
-				      struct pw_scratch *s, __u32 *flags)
+ * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. base (3.15+, else
+ * 0) is the thread state's base frame: a walk that ends anywhere else was torn. */
+static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, __u64 base,
+				      struct frame_rec *out, struct pw_scratch *s, __u32 *flags)
 {
-	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame };
+	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame, .base = base };
 
 	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
 	pw_keep_gen(&w);
 	if (w.frame)
 		w.flags |= SAMPLE_TRUNCATED;
+	else if (base && frame && !w.at_base)
+		w.flags |= SAMPLE_READ_ERR;
 	*flags |= w.flags;
 	return w.n;
+}
+
+/* The base frame of thread state ts (tstate->base_frame points to one embedded in
+ * _PyThreadStateImpl), 0 where the version has none or it cannot be read. */
+static PW_INLINE __u64 pw_base_frame(const struct py_layout *l, __u64 ts)
+{
+	__u64 base = 0;
+
+	if (!l->tstate_base_frame || pw_read(&base, 8, ts + l->tstate_base_frame))
+		return 0;
+	return base;
 }
 
 struct pw_coro {
@@ -482,7 +501,7 @@ static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct 
 	else if (pw_current_frame(&p->layout, ts, &frame))
 		flags |= SAMPLE_READ_ERR;
 	else
-		n = pw_walk_frames(p, frame, smp->frames, s, &flags);
+		n = pw_walk_frames(p, frame, pw_base_frame(&p->layout, ts), smp->frames, s, &flags);
 	smp->hdr.tstate = ts;
 	smp->hdr.nframes = n;
 	smp->hdr.flags = flags;

@@ -270,7 +270,8 @@ static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 t
 	} else if (pw_current_frame(&p->layout, ts, &frame)) {
 		flags |= SAMPLE_READ_ERR;
 	} else {
-		n = pw_walk_frames(p, frame, sc->w.s.frames, &sc->pw, &flags);
+		n = pw_walk_frames(p, frame, pw_base_frame(&p->layout, ts), sc->w.s.frames, &sc->pw,
+				   &flags);
 		if (!frame)
 			bpf_map_delete_elem(&tstates, &key);
 	}

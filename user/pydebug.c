@@ -628,6 +628,8 @@ int pydbg_layout(const struct pydbg *d, struct py_layout *l, struct py_async_lay
 	PUT(l->tstate_thread_id, v[PD_TSTATE_THREAD_ID]);
 	PUT(l->tstate_native_id, v[PD_TSTATE_NATIVE_THREAD_ID]);
 	PUT(l->tstate_frame, v[PD_TSTATE_CURRENT_FRAME]);
+	if (d->has[PD_TSTATE_BASE_FRAME])
+		PUT(l->tstate_base_frame, v[PD_TSTATE_BASE_FRAME]);
 	PUT(l->frame_back, v[PD_FRAME_PREVIOUS]);
 	PUT(l->frame_code, v[PD_FRAME_EXECUTABLE]);
 	PUT(l->frame_lasti, v[PD_FRAME_INSTR_PTR]);

@@ -138,7 +138,8 @@ static void test_314_315(void)
 	CHECK(l.runtime_interp_head == 808 && l.interp_tstate_head == 7344 &&
 		      l.tstate_thread_id == 152 && l.tstate_native_id == 160 &&
 		      l.frame_owner == 74 && l.frame_lasti == 56 && l.code_code == 208 &&
-		      l.unicode_compact_size == 56 && l.ref_tag_bits == 2 && l.owner_cstack == 3,
+		      l.unicode_compact_size == 56 && l.ref_tag_bits == 2 && l.owner_cstack == 3 &&
+		      !l.tstate_base_frame,
 	      "3.14: thread_id %u native %u owner %u", l.tstate_thread_id, l.tstate_native_id,
 	      l.frame_owner);
 	CHECK(a.yf_kind == PY_YF_STACKPTR && a.frame_stack == 64 && a.yf_slots == 1 &&
@@ -154,7 +155,8 @@ static void test_314_315(void)
 	CHECK(l.runtime_interp_head == 936 && l.interp_tstate_head == 7336 &&
 		      l.tstate_thread_id == 176 && l.tstate_native_id == 184 &&
 		      l.tstate_frame == 72 && l.frame_back == 8 && l.frame_code == 0 &&
-		      l.frame_owner == 74 && l.unicode_compact_size == 56 && l.ref_tag_bits == 2,
+		      l.frame_owner == 74 && l.unicode_compact_size == 56 && l.ref_tag_bits == 2 &&
+		      l.tstate_base_frame == 80,
 	      "3.15: thread_id %u native %u", l.tstate_thread_id, l.tstate_native_id);
 	CHECK(a.yf_kind == PY_YF_STACKPTR && a.frame_stack == 64 && a.yf_slots == 2 &&
 		      a.gen_executing == 4 && a.gen_suspended == 2 && a.gen_frame == 72 &&

@@ -21,6 +21,7 @@
 #include "outfile.h"
 #include "procfilter.h"
 #include "procfs.h"
+#include "procmaps.h"
 #include "record.h"
 #include "sampler.h"
 #include "snappace.h"
@@ -41,6 +42,8 @@
 #define WARNED		 64
 /* failed task reads (1 s apart) before a process is shown without tasks */
 #define ASYNC_TRIES 4
+/* snapshots at which a live process's task-creation probe failed before a warning */
+#define ORIGIN_TRIES 3
 /* ms between looks for a command's new descendants: each is sampled from the first scan
  * that finds its runtime initialised */
 #define CMD_SCAN_MS 100
@@ -373,6 +376,7 @@ struct app {
 	struct command *cmd;
 	struct lifecycle *lc;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
+	uint64_t origins_gone;	 /* creation probes not attached: the process exited or exec'd */
 	uint64_t filtered;	 /* Python processes the filters left out */
 	struct snappace snap;
 	double cpu_start; /* CPU time used before sampling started */
@@ -396,32 +400,56 @@ static bool alive(const struct target *tg)
 	return !proc_start_time(tg->t.pid, &start) && start == tg->t.start_time;
 }
 
-/* Tasks created from now on are linked to their creators by a uprobe. */
-static void watch_creations(struct app *a, struct target *tg)
+/* The same program as when it was examined: not exited, its pid not reused, and not
+ * exec'd (the runtime's mapping still names the same file). */
+static bool same_program(const struct target *tg)
 {
-	char path[PATH_MAX + 64], why[256];
+	const struct procmap *pm;
+	struct procmaps maps;
+	bool same;
+
+	if (!alive(tg) || procmaps_read(tg->t.pid, &maps))
+		return false;
+	pm = procmaps_find(&maps, tg->t.proc.runtime);
+	same = pm && !strcmp(pm->path, tg->t.binary);
+	procmaps_free(&maps);
+	return same;
+}
+
+/* Tasks created from now on are linked to their creators by a uprobe: true once it is
+ * attached. */
+static bool watch_creations(struct app *a, struct target *tg)
+{
+	char path[PATH_MAX + 64];
 	uint64_t off;
 	int ret;
 
-	tg->origins = 1;
 	ret = atasks_task_init(&tg->t, path, sizeof(path), &off);
 	if (!ret)
 		ret = sampler_attach_task_init(a->sampler, tg->t.pid, path, off);
-	/* a process starting or exiting has its files and maps come and go: try again at
-	 * its next snapshot, and warn only when it keeps failing while it lives */
-	if ((ret == -ENOENT || ret == -ESRCH) && ++tg->origin_tries < 3) {
-		tg->origins = 0;
-		return;
+	if (!ret) {
+		tg->origins = 1;
+		return true;
 	}
-	if (ret && alive(tg)) {
-		snprintf(why, sizeof(why), "%s", strerror(-ret));
-		err("warning: pid %d: cannot watch task creation (%s); tasks whose creator "
-		    "returned are shown as roots",
-		    tg->t.pid, why);
-		if (!a->origins_off++)
-			snprintf(a->origins_off_why, sizeof(a->origins_off_why), "pid %d: %s",
-				 tg->t.pid, why);
+	/* An exiting interpreter tears its modules down under the reads (EINVAL, EAGAIN
+	 * from half-cleared dicts), an exec or exit takes its files and maps away (ENOENT,
+	 * ESRCH): whatever the error, a process that is no longer the same program is gone,
+	 * not a failure. A live one is tried again at its next snapshots before a warning. */
+	if (!same_program(tg)) {
+		tg->origins = 1;
+		a->origins_gone++;
+		return false;
 	}
+	if (++tg->origin_tries < ORIGIN_TRIES)
+		return false;
+	tg->origins = 1;
+	err("warning: pid %d: cannot watch task creation (%s); tasks whose creator returned "
+	    "are shown as roots",
+	    tg->t.pid, strerror(-ret));
+	if (!a->origins_off++)
+		snprintf(a->origins_off_why, sizeof(a->origins_off_why), "pid %d: %s", tg->t.pid,
+			 strerror(-ret));
+	return false;
 }
 
 /* Reads the asyncio tasks of the targets that are due, so BPF can tell which task runs
@@ -461,10 +489,9 @@ static void refresh_tasks(struct app *a)
 		}
 		tg->async_fails = 0;
 		if (ret && !tg->origins && a->o->origins && a->sampler) {
-			watch_creations(a, tg);
 			/* a task created between that snapshot and the probe is in neither: read
 			 * again now that the probe is in place, not at the next paced turn */
-			if (tg->origins &&
+			if (watch_creations(a, tg) &&
 			    tracker_refresh(a->tracker, &tg->t, why, sizeof(why)) < 0)
 				tg->next_refresh = now_s();
 		}
@@ -906,6 +933,10 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 	fprintf(stderr, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(stderr, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	print_task_support(a);
+	fprintf(stderr,
+		"task-creation probes not attached: %llu (the process exited or exec'd "
+		"meanwhile)\n",
+		(unsigned long long)a->origins_gone);
 	fprintf(stderr,
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",

@@ -37,7 +37,7 @@ struct writer_meta {
 	mode_t mode; /* of a new output file, when has_mode (else 0600) */
 };
 
-/* Writes prof to path (NULL or "-": stdout). A new file is written with user/outfile.c:
+/* Writes prof to path (NULL or "-": stdout). A new file is written with user/profile/outfile.c:
  * under a temporary name in the same directory, never through a symlink, with mode 0600
  * (meta's mode if it has one), and renamed into place when complete; an existing device
  * or FIFO is written in place. 0 on success, else -1 with a one-line reason in why. */

@@ -8,7 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../bpf/lcevent.h"
+#include "../../bpf/lcevent.h"
 #include "lifecycle.h"
 #include "lifecycle.skel.h"
 

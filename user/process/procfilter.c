@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/asyncbpf.h"
+#include "../../bpf/asyncbpf.h"
 #include "procfilter.h"
 
 int procfilter_add(struct procfilter *f, enum filter_kind kind, const char *arg, char *why,

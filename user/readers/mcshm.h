@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../bpf/asyncbpf.h"
+#include "../../bpf/asyncbpf.h"
 #include "taskmaps.h"
 
 #define MC_MAGIC   0x316d7063796e7361ULL /* "asyncpm1" */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Choosing a layout from the generated table (user/py_layouts.c) and checking it against
+/* Choosing a layout from the generated table (user/cpython/py_layouts.c) and checking it against
  * what a live 3.13+ runtime says about itself in _Py_DebugOffsets.
  *
  * For the frame, thread and code structs asyncbpf reads, the layout is constant within a

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../bpf/asyncbpf.h"
+#include "../../bpf/asyncbpf.h"
 #include "pyproc.h"
 
 /* The name of a sampled task into buf: the copy BPF made, else read from the task_name

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../bpf/asyncbpf.h"
+#include "../../bpf/asyncbpf.h"
 #include "py_objmodel.h"
 
 enum pyproc_status {

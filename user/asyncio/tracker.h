@@ -14,7 +14,7 @@ struct tracker;
 
 struct tracker *tracker_new(struct sampler *s);
 
-/* The same maps elsewhere (user/taskmaps.h for the userspace readers); each call as its
+/* The same maps elsewhere (user/asyncio/taskmaps.h for the userspace readers); each call as its
  * sampler_* twin, with ctx first. */
 struct taskmaps_ops {
 	int (*set_coro_task)(void *ctx, pid_t pid, uint64_t coro, const struct task_id *id);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The HTML flame graph: user/flame/flame.html, built into the library, with the profile
+/* The HTML flame graph: user/profile/flame/flame.html, built into the library, with the profile
  * as JSON in place of its data marker. */
 #include <errno.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 __asm__(".section .rodata\n"
 	".global flame_template\n"
 	"flame_template:\n"
-	".incbin \"user/flame/flame.html\"\n"
+	".incbin \"user/profile/flame/flame.html\"\n"
 	".byte 0\n"
 	".previous\n");
 extern const char flame_template[];

@@ -245,17 +245,14 @@ int py314_layout(pid_t pid, uint32_t version, struct py_proc *proc, char *why, s
 }
 
 /* Reads the .AsyncioDebug section of one mapped file; -ENOENT when it has none. */
-static int section_of(pid_t pid, const char *mapped, struct aio314 *out)
+static int section_of(pid_t pid, const struct procmap *m, struct aio314 *out)
 {
 	struct elf_file *e;
 	uint64_t addr, size;
 	char path[4200];
 	int err;
 
-	if (snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, mapped) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	err = elf_open(path, &e);
-	if (err)
+	if ((err = procmap_file(pid, m, path, sizeof(path))) || (err = elf_open(path, &e)))
 		return err;
 	err = elf_section(e, ".AsyncioDebug", &addr, &size);
 	if (!err && size < sizeof(*out))
@@ -266,8 +263,18 @@ static int section_of(pid_t pid, const char *mapped, struct aio314 *out)
 	return err;
 }
 
+/* The first mapping of the file the process maps at path (t->binary), or NULL. */
+static const struct procmap *mapping_of(const struct procmaps *maps, const char *path)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (!strcmp(maps->v[i].path, path))
+			return &maps->v[i];
+	return NULL;
+}
+
 static int find_section(const struct py_target *t, struct aio314 *out)
 {
+	const struct procmap *bin;
 	struct procmaps maps;
 	const char *prev = "";
 	int err;
@@ -282,13 +289,13 @@ static int find_section(const struct py_target *t, struct aio314 *out)
 		if (!base || strncmp(base + 1, "_asyncio.", 9) || !strcmp(p, prev))
 			continue;
 		prev = p;
-		err = section_of(t->pid, p, out);
+		err = section_of(t->pid, &maps.v[i], out);
 	}
-	procmaps_free(&maps);
 	/* a build with _asyncio compiled in keeps the section in the runtime's binary, and
 	 * then it is there before asyncio is imported: tasks are simply none yet */
-	if (err == -ENOENT)
-		err = section_of(t->pid, t->binary, out);
+	if (err == -ENOENT && (bin = mapping_of(&maps, t->binary)))
+		err = section_of(t->pid, bin, out);
+	procmaps_free(&maps);
 	return err;
 }
 
@@ -340,10 +347,10 @@ int py314_asyncio(const struct py_target *t, struct py314_asyncio *out, char *wh
 
 int py314_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset)
 {
+	const struct procmap *file = NULL;
 	struct procmaps maps;
 	struct elf_file *e;
 	uint64_t addr, size;
-	const char *file = NULL;
 	int err;
 
 	err = procmaps_read(t->pid, &maps);
@@ -353,12 +360,11 @@ int py314_task_init(const struct py_target *t, char *path, size_t len, uint64_t 
 		const char *base = strrchr(maps.v[i].path, '/');
 
 		if (base && !strncmp(base + 1, "_asyncio.", 9))
-			file = maps.v[i].path;
+			file = &maps.v[i];
 	}
 	if (!file)
-		file = t->binary;
-	err = snprintf(path, len, "/proc/%d/root%s", (int)t->pid, file) >= (int)len ? -ENAMETOOLONG
-										    : 0;
+		file = mapping_of(&maps, t->binary);
+	err = file ? procmap_file(t->pid, file, path, len) : -ENOENT;
 	procmaps_free(&maps);
 	if (err || (err = elf_open(path, &e)))
 		return err;

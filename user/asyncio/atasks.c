@@ -365,11 +365,9 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 	if ((ret = procmaps_read(t->pid, &maps)))
 		return ret;
 	pm = procmaps_find(&maps, init);
-	if (!pm || !pm->path[0] || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
+	if (!pm || !strchr(pm->perms, 'x'))
 		ret = -ENOENT;
-	else if (snprintf(path, len, "/proc/%d/root%s", t->pid, pm->path) >= (int)len)
-		ret = -ENAMETOOLONG;
-	else
+	else if (!(ret = procmap_file(t->pid, pm, path, len)))
 		*offset = init - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;

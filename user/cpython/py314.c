@@ -27,17 +27,14 @@ struct aio_section {
 };
 
 /* Reads the .AsyncioDebug section of one mapped file; -ENODATA when it has none. */
-static int section_of(pid_t pid, const char *mapped, struct aio_section *out)
+static int section_of(pid_t pid, const struct procmap *m, struct aio_section *out)
 {
 	struct elf_file *e;
 	uint64_t addr, size;
 	char path[4200];
 	int err;
 
-	if (snprintf(path, sizeof(path), "/proc/%d/root%s", (int)pid, mapped) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	err = elf_open(path, &e);
-	if (err)
+	if ((err = procmap_file(pid, m, path, sizeof(path))) || (err = elf_open(path, &e)))
 		return err;
 	err = elf_section(e, ".AsyncioDebug", &addr, &size);
 	if (err == -ENOENT)
@@ -50,11 +47,21 @@ static int section_of(pid_t pid, const char *mapped, struct aio_section *out)
 	return err;
 }
 
+/* The first mapping of the file the process maps at path (t->binary), or NULL. */
+static const struct procmap *mapping_of(const struct procmaps *maps, const char *path)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (!strcmp(maps->v[i].path, path))
+			return &maps->v[i];
+	return NULL;
+}
+
 /* 0 with the section, 1 when the process has no _asyncio mapped and its runtime's binary no
  * section (asyncio not imported), else -errno: a file that cannot be read is not "no
  * tasks". *file gets the file looked at last. */
 static int find_section(const struct py_target *t, struct aio_section *out, char *file, size_t flen)
 {
+	const struct procmap *bin;
 	struct procmaps maps;
 	const char *prev = "";
 	int err;
@@ -70,16 +77,17 @@ static int find_section(const struct py_target *t, struct aio_section *out, char
 			continue;
 		prev = p;
 		snprintf(file, flen, "%s", p);
-		err = section_of(t->pid, p, out);
+		err = section_of(t->pid, &maps.v[i], out);
 	}
-	procmaps_free(&maps);
 	/* a build with _asyncio compiled in keeps the section in the runtime's binary */
 	if (err == 1) {
 		snprintf(file, flen, "%s", t->binary);
-		err = section_of(t->pid, t->binary, out);
+		bin = mapping_of(&maps, t->binary);
+		err = bin ? section_of(t->pid, bin, out) : -ENOENT;
 		if (err == -ENODATA)
 			err = 1;
 	}
+	procmaps_free(&maps);
 	return err;
 }
 

@@ -140,21 +140,9 @@ static bool name_version(const char *path, int *major, int *minor)
 static int open_mapped(struct inspect *in, const struct procmap *m, struct elf_file **e)
 {
 	char path[PATH_MAX + 64];
-	int err = -ENOENT;
+	int err = procmap_file(in->pid, m, path, sizeof(path));
 
-	/* Through the process' root, so files in containers are found too. */
-	if (!m->deleted) {
-		if (snprintf(path, sizeof(path), "/proc/%d/root%s", (int)in->pid, m->path) >=
-		    (int)sizeof(path))
-			return -ENAMETOOLONG;
-		err = elf_open(path, e);
-		if (err != -ENOENT)
-			return err;
-	}
-	/* Deleted or replaced since it was mapped: the mapping still holds the file. */
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)in->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	return elf_open(path, e);
+	return err ? err : elf_open(path, e);
 }
 
 /* vaddr of _PyRuntime in e, 0 when absent. Without full, only the section and .dynsym

@@ -22,9 +22,18 @@ struct fixture {
 
 static const struct fixture fixtures[] = {
 	{ "3.13.0", 0x030d00f0, dbg_3_13_0, N(dbg_3_13_0) },
+	{ "3.13.18", 0x030d12f0, dbg_3_13_18, N(dbg_3_13_18) },
 	{ "3.14.10", 0x030e0af0, dbg_3_14_10, N(dbg_3_14_10) },
 	{ "3.15.2", 0x030f02f0, dbg_3_15_2, N(dbg_3_15_2) },
 };
+
+static const struct fixture *fx(const char *name)
+{
+	for (size_t i = 0; i < N(fixtures); i++)
+		if (!strcmp(fixtures[i].name, name))
+			return &fixtures[i];
+	return NULL;
+}
 
 static int decode(const struct fixture *f, struct pydbg *d, char *why, size_t len)
 {
@@ -109,18 +118,28 @@ static void test_313_as_generated(void)
 		SKIP("no generated 3.13 layout to compare with");
 		return;
 	}
-	CHECK(!decode(&fixtures[0], &d, why, sizeof(why)) &&
-		      !pydbg_layout(&d, &l, &a, why, sizeof(why)),
-	      "3.13.0: %s", why);
-	l.py_version = gen->py_version; /* 3.13.0 vs the headers' micro */
-	CHECK(!memcmp(&l, gen, sizeof(l)), "3.13: decoded layout differs from the generated one");
-	CHECK(a.yf_kind == om->async.yf_kind && a.gen_suspended == om->async.gen_suspended &&
-		      a.gen_frame == om->async.gen_frame &&
-		      a.gen_frame_state == om->async.gen_frame_state &&
-		      a.frame_stack == om->async.frame_stack &&
-		      a.frame_stackdepth == om->async.frame_stackdepth && a.gen_executing == 0,
-	      "3.13: generator layout differs from the object model's");
-	CHECK(!pydbg_check_objmodel(&d, om, why, sizeof(why)), "3.13: %s", why);
+	/* 3.13.18's PyThreadState is 8 bytes larger than 3.13.0's; no offset read moved */
+	for (int i = 0; i < 2; i++) {
+		const struct fixture *f = fx(i ? "3.13.18" : "3.13.0");
+
+		CHECK(!decode(f, &d, why, sizeof(why)) &&
+			      !pydbg_layout(&d, &l, &a, why, sizeof(why)),
+		      "%s: %s", f->name, why);
+		l.py_version = gen->py_version; /* the fixture's micro vs the headers' */
+		CHECK(!memcmp(&l, gen, sizeof(l)),
+		      "%s: decoded layout differs from the generated one", f->name);
+		CHECK(a.yf_kind == om->async.yf_kind &&
+			      a.gen_suspended == om->async.gen_suspended &&
+			      a.gen_frame == om->async.gen_frame &&
+			      a.gen_frame_state == om->async.gen_frame_state &&
+			      a.frame_stack == om->async.frame_stack &&
+			      a.frame_stackdepth == om->async.frame_stackdepth &&
+			      a.gen_executing == 0,
+		      "%s: generator layout differs from the object model's", f->name);
+		CHECK(!pydbg_check_objmodel(&d, om, why, sizeof(why)), "%s: %s", f->name, why);
+	}
+	CHECK(d.v[PD_TSTATE_SIZE] == 312, "3.13.18: thread_state.size %llu",
+	      (unsigned long long)d.v[PD_TSTATE_SIZE]);
 }
 
 /* 3.14 and 3.15 as Debian builds them: the offsets their headers give (offsetof against
@@ -132,7 +151,7 @@ static void test_314_315(void)
 	struct pydbg d;
 	char why[256];
 
-	CHECK(!decode(&fixtures[1], &d, why, sizeof(why)) &&
+	CHECK(!decode(fx("3.14.10"), &d, why, sizeof(why)) &&
 		      !pydbg_layout(&d, &l, &a, why, sizeof(why)),
 	      "3.14.10: %s", why);
 	CHECK(l.runtime_interp_head == 808 && l.interp_tstate_head == 7344 &&
@@ -149,7 +168,7 @@ static void test_314_315(void)
 	CHECK(d.has[PD_LLIST_NEXT] && d.has[PD_SET_TABLE] && !d.has[PD_TSTATE_BASE_FRAME],
 	      "3.14: llist, set, no base_frame");
 
-	CHECK(!decode(&fixtures[2], &d, why, sizeof(why)) &&
+	CHECK(!decode(fx("3.15.2"), &d, why, sizeof(why)) &&
 		      !pydbg_layout(&d, &l, &a, why, sizeof(why)),
 	      "3.15.2: %s", why);
 	CHECK(l.runtime_interp_head == 936 && l.interp_tstate_head == 7336 &&
@@ -171,7 +190,7 @@ static void test_314_315(void)
 /* The object model of the line's headers must say what the runtime says. */
 static void test_objmodel_check(void)
 {
-	for (size_t i = 1; i < N(fixtures); i++) {
+	for (size_t i = 2; i < N(fixtures); i++) {
 		const struct fixture *f = &fixtures[i];
 		const struct py_objmodel *om = py_objmodel_find(f->version);
 		struct py_objmodel bad;

@@ -272,7 +272,11 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 
 	memset(a, 0, sizeof(*a));
 	if (objread_init(&r, t)) {
-		snprintf(why, len, "pid %d: no object model for Python %s", t->pid, t->version_str);
+		if (t->om_why[0])
+			snprintf(why, len, "pid %d: %s", t->pid, t->om_why);
+		else
+			snprintf(why, len, "pid %d: no object model for Python %s", t->pid,
+				 t->version_str);
 		return -1;
 	}
 	ret = obj_module(&r, "_asyncio", &mod);

@@ -715,7 +715,6 @@ int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, ch
 		{ PD_LONG_TAG, offsetof(struct py_objmodel, long_size) },
 		{ PD_LONG_DIGIT, offsetof(struct py_objmodel, long_digits) },
 		{ PD_INTERP_IMPORTS_MODULES, offsetof(struct py_objmodel, interp_modules) },
-		{ PD_TSTATE_SIZE, offsetof(struct py_objmodel, tstate_size) },
 	};
 	char ver[32];
 

@@ -129,8 +129,10 @@ int pydbg_read(pid_t pid, uint64_t runtime, uint32_t expect, struct pydbg *d, ch
 int pydbg_layout(const struct pydbg *d, struct py_layout *l, struct py_async_layout *a, char *why,
 		 size_t whylen);
 
-/* Checks an object model (generated from the line's headers) against what the runtime
- * says of the same fields. 0, -1 with a reason naming the first field that differs. */
+/* Checks an object model (generated from the headers of one micro of the line) against
+ * what the runtime says of the same object fields (sizeof(PyThreadState) may change within
+ * a line, 3.13.0's 304 is 3.13.18's 312, and the model does not use it). 0, -1 with a
+ * reason naming the first field that differs. */
 int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, char *why,
 			 size_t whylen);
 

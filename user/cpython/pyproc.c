@@ -342,10 +342,16 @@ static enum pyproc_status describe(struct inspect *in, struct py_target *t)
 				    : say(in, PYPROC_UNSUPPORTED, "%s", why);
 	t->task_lists = d.table->facts.task_lists;
 	t->om = py_objmodel_find(t->version);
-	if (!t->om)
-		return PYPROC_OK; /* stacks only: nothing to read tasks with */
-	if (pydbg_check_objmodel(&d, t->om, why, sizeof(why)))
-		return say(in, PYPROC_UNSUPPORTED, "%s", why);
+	/* without a model that fits, stacks only: nothing to read tasks with */
+	if (!t->om) {
+		snprintf(t->om_why, sizeof(t->om_why), "no object model for Python %s",
+			 t->version_str);
+		return PYPROC_OK;
+	}
+	if (pydbg_check_objmodel(&d, t->om, t->om_why, sizeof(t->om_why))) {
+		t->om = NULL;
+		return PYPROC_OK;
+	}
 	t->proc.async = t->om->async;
 	t->proc.async.yf_kind = gen.yf_kind;
 	t->proc.async.gen_suspended = gen.gen_suspended;

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 
 import pytest
 
@@ -23,29 +22,26 @@ def test_exit_or_exec_while_attaching(root_record_bin):
     if not INTERPRETERS_AVAILABLE:
         pytest.skip("no supported interpreter installed")
     argv = [root_record_bin, "-a", "--stats"]
-    rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                           start_new_session=True)
     started = []
-    try:
-        wait_sampling(rec)
-        script = os.path.join(WORKLOADS, "exit_race.py")
-        cmds = " ".join('"%s -S %s %s"' % (i.path, script, MODES[k % len(MODES)])
-                        for i in INTERPRETERS_AVAILABLE for k in range(PER_INTERPRETER))
-        # a shell starts them, each in a session of its own, and prints each pid
-        spawner = subprocess.Popen(
-            ["sh", "-c", 'for c in %s; do setsid $c >/dev/null 2>&1 & echo $!; sleep %s; '
-             'done; wait' % (cmds, EVERY)], stdout=subprocess.PIPE, start_new_session=True)
-        reader = threading.Thread(
-            target=lambda: started.extend(int(l) for l in spawner.stdout), daemon=True)
-        reader.start()
-        assert spawner.wait(timeout=600) == 0, "the spawner failed"
-        reader.join()
-        rec.send_signal(signal.SIGINT)
-        _, err = rec.communicate(timeout=120)
-    finally:
-        if rec.poll() is None:
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          start_new_session=True) as rec:
+        try:
+            wait_sampling(rec)
+            script = os.path.join(WORKLOADS, "exit_race.py")
+            cmds = " ".join('"%s -S %s %s"' % (i.path, script, MODES[k % len(MODES)])
+                            for i in INTERPRETERS_AVAILABLE for k in range(PER_INTERPRETER))
+            # a shell starts them, each in a session of its own, and prints each pid
+            spawner = subprocess.Popen(
+                ["sh", "-c", 'for c in %s; do setsid $c >/dev/null 2>&1 & echo $!; '
+                 'sleep %s; done; wait' % (cmds, EVERY)],
+                stdout=subprocess.PIPE, start_new_session=True)
+            started.extend(int(l) for l in spawner.stdout)
+            assert spawner.wait(timeout=600) == 0, "the spawner failed"
+            rec.send_signal(signal.SIGINT)
+            _, err = rec.communicate(timeout=120)
+        except BaseException:
             rec.kill()
-            rec.wait()
+            raise
     r = Recording(argv, rec.returncode, "", err.decode(errors="replace"), 0)
     assert r.rc == 0, "recording failed" + r.describe()
     assert len(started) == PER_INTERPRETER * len(INTERPRETERS_AVAILABLE), "spawner lost pids"

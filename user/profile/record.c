@@ -90,6 +90,7 @@ int record_place_target(struct record *r, struct target *tg, const struct proc_p
 		return -ENOMEM;
 	tg->proc_frame = id;
 	tg->place = *pl;
+	tg->container_frame = root_frame;
 	tg->root_frame = UINT32_MAX;
 	if (root_frame && pl->label[0]) {
 		snprintf(name, sizeof(name), "[container %s]", pl->label);
@@ -98,6 +99,35 @@ int record_place_target(struct record *r, struct target *tg, const struct proc_p
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+struct profile *record_cut(struct record *r)
+{
+	struct profile *old = r->prof, *p = profile_new();
+	size_t i;
+
+	if (!p)
+		return NULL;
+	profile_set_period(p, profile_period(old));
+	r->prof = p;
+	/* a target's process and container frames are ids in the profile: intern them
+	 * again in the new one, and give it a new stack budget there */
+	for (i = 0; i < r->ntargets; i++) {
+		struct target *tg = &r->targets[i];
+
+		if (record_place_target(r, tg, &tg->place, tg->container_frame))
+			break;
+		tg->stack_budget = r->stack_limit;
+	}
+	if (i < r->ntargets) {
+		r->prof = old;
+		for (size_t k = 0; k < r->ntargets; k++)
+			record_place_target(r, &r->targets[k], &r->targets[k].place,
+					    r->targets[k].container_frame);
+		profile_free(p);
+		return NULL;
+	}
+	return old;
 }
 
 static uint32_t special(struct record *r, const char *name)

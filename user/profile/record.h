@@ -26,6 +26,7 @@ struct target {
 	int origin_tries;	 /* failed attempts at watching task creation */
 	struct proc_place place; /* namespace pid, cgroup, container */
 	uint32_t root_frame;	 /* [container ID] above the process frame, UINT32_MAX: none */
+	bool container_frame;	 /* asked for that frame (record_place_target) */
 	size_t stack_budget;	 /* bytes its new stacks may still take (limit set) */
 };
 
@@ -54,6 +55,10 @@ void record_del_target(struct record *r, pid_t pid);
  * the stacks of a process in a container. 0 or -ENOMEM. */
 int record_place_target(struct record *r, struct target *tg, const struct proc_place *pl,
 			bool root_frame);
+
+/* The profile so far, replaced by an empty one with the same period; the targets, their
+ * symbols and task names are kept. NULL when out of memory (nothing changed). */
+struct profile *record_cut(struct record *r);
 
 /* Symbolizes one BPF record and adds it to the profile. */
 void record_sample(struct record *r, const struct py_sample *s);

@@ -42,7 +42,8 @@ PROG = "asyncbpf-record: "
 CACHE = os.environ.get("ASYNCBPF_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "asyncbpf")
 TREES = os.path.join(CACHE, "trees")
-TREE_PYTHONS = {"sid": (13, 14, 15), "trixie": (13,)}
+# (3.13s last: tests that take any one interpreter take the last or the one before it)
+TREE_PYTHONS = {"sid": (14, 15, 13), "trixie": (13,)}
 TREE_RUN = os.path.join(REPO, "tools", "tree-run.sh")
 
 
@@ -188,8 +189,7 @@ def memory_gap(summary, pattern):
 
 def discover_interpreters():
     """Every supported interpreter: pyenv's 3.8-3.15 (a missing minor is a skipped
-    entry), the distribution's /usr/bin/python3.N, then the Debian trees' (last: tests
-    that want any one interpreter take the last, a 3.13)."""
+    entry), the distribution's /usr/bin/python3.N, then the Debian trees'."""
     found = _pyenv_versions()
     roots = pyenv_roots()
     out = []

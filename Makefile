@@ -11,7 +11,9 @@ OUT := build
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser
+# user/ is the library, one folder per stage a sample passes through (see their README.md)
+USER_DIRS := $(sort $(dir $(wildcard user/*/*.c user/*/*.h)))
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser $(patsubst %/,-I%,$(USER_DIRS))
 # Extra compiler flags of a variant build (sanitizers; see test-sanitize and fuzz)
 SANFLAGS ?=
 CFLAGS += $(SANFLAGS)
@@ -21,12 +23,12 @@ BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 LIB := $(OUT)/libasyncbpf.a
 TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
-HEADERS := $(wildcard bpf/*.h user/*.h)
+HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
@@ -55,7 +57,7 @@ $(OUT)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(OUT)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # the HTML writer embeds its page
-$(OUT)/user/flamehtml.o: user/flame/flame.html
+$(OUT)/user/profile/flamehtml.o: user/profile/flame/flame.html
 
 $(LIB): $(USER_OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -154,13 +156,13 @@ demo: deps
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
 
-# user/py_layouts.c and user/py_objmodel.c are committed; regenerate them from the installed
+# user/cpython/py_layouts.c and user/cpython/py_objmodel.c are committed; regenerate them from the installed
 # interpreters' headers (the script writes py_objmodel.c itself).
 layouts:
-	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
+	tools/gen-layouts.sh > user/cpython/py_layouts.c.tmp && mv user/cpython/py_layouts.c.tmp user/cpython/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c preload/*.c
+	clang-format -i bpf/*.h bpf/*.c user/*.h user/*/*.c user/*/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c preload/*.c
 
 clean:
 	rm -rf $(OUT) $(FUZZ_OUT) $(SAN_OUT)

@@ -3,7 +3,7 @@
  * reader (the BPF sampler and the userspace readers). The includer defines, before
  * including this file:
  *   static int pw_read(void *dst, __u32 len, __u64 addr);   0 on success
- * and the asyncio lookups the task walk needs (BPF maps, or user/taskmaps.h tables):
+ * and the asyncio lookups the task walk needs (BPF maps, or user/asyncio/taskmaps.h tables):
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
  *   static const struct task_link *pw_task_link(__u32 pid, __u64 task);  NULL: none

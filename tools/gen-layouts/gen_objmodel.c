@@ -4,7 +4,7 @@
  * model offsets and the generator/frame part of the async layout. The few structs no
  * installed header declares are transcribed below, marked as such, and checked against
  * live interpreters by tests/unit/test_objmodel.c. functools.partial and _asyncio come
- * from user/py_objmodel_find.c. Exits non-zero when a value does not fit what its
+ * from user/cpython/py_objmodel_find.c. Exits non-zero when a value does not fit what its
  * readers can use. Built and run by tools/gen-layouts.sh. */
 #include <stddef.h>
 

@@ -42,7 +42,8 @@ PROG = "asyncbpf-record: "
 CACHE = os.environ.get("ASYNCBPF_CACHE") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "asyncbpf")
 TREES = os.path.join(CACHE, "trees")
-TREE_PYTHONS = {"sid": (13, 14, 15), "trixie": (13,)}
+# (3.13s last: tests that take any one interpreter take the last or the one before it)
+TREE_PYTHONS = {"sid": (14, 15, 13), "trixie": (13,)}
 TREE_RUN = os.path.join(REPO, "tools", "tree-run.sh")
 
 
@@ -51,11 +52,11 @@ def selected(id):
 
 
 class Interp:
-    def __init__(self, id, path=None, missing=None, tree=None):
+    def __init__(self, id, path=None, missing=None, tree=None, inner=None):
         self.id = id
         self.path = path
-        # a Debian tree's interpreter: path is a wrapper that runs it there (tree_run)
-        self.tree = tree
+        # a Debian tree's interpreter: path is a wrapper that runs inner in tree (tree_run)
+        self.tree, self.inner = tree, inner
         self.missing = missing  # reason to skip, or None
         if not missing and not selected(id):
             self.missing = "not selected by ASYNCBPF_INTERPRETERS=%s" % ",".join(SELECTED)
@@ -162,8 +163,18 @@ def discover_tree_interpreters():
             with open(path, "w") as f:
                 f.write("#!/bin/sh\nexec %s %s /usr/bin/%s \"$@\"\n" % (TREE_RUN, tree, exe))
             os.chmod(path, 0o755)
-            out.append(Interp(id, path, tree=tree))
+            out.append(Interp(id, path, tree=tree, inner="/usr/bin/" + exe))
     return out
+
+
+def pstree_argv(interp, pid):
+    """CPython's own `python3.X -m asyncio pstree PID` (3.14+). For a tree's interpreter it
+    runs in the process's own mount namespace and root (nsenter): pstree opens the files
+    /proc/PID/maps names, which are paths there."""
+    if interp.tree:
+        return ["nsenter", "--target=%d" % pid, "--mount", "--root", "--wd=/", interp.inner,
+                "-m", "asyncio", "pstree", str(pid)]
+    return [interp.path, "-m", "asyncio", "pstree", str(pid)]
 
 
 def memory_gap(summary, pattern):
@@ -179,8 +190,7 @@ def memory_gap(summary, pattern):
 
 def discover_interpreters():
     """Every supported interpreter: pyenv's 3.8-3.15 (a missing minor is a skipped
-    entry), the distribution's /usr/bin/python3.N, then the Debian trees' (last: tests
-    that want any one interpreter take the last, a 3.13)."""
+    entry), the distribution's /usr/bin/python3.N, then the Debian trees'."""
     found = _pyenv_versions()
     roots = pyenv_roots()
     out = []

@@ -656,7 +656,8 @@ int main(void)
 		test_gone();
 		test_kernel_thread();
 		test_fake_314();
-		check_fake_head("-DDEBUG_HEAD -DVERSION=0x031000F0UL -DFREE_THREADED=0", "fake 3.16",
+		check_fake_head("-DDEBUG_HEAD -DVERSION=0x031000F0UL -DFREE_THREADED=0",
+				"fake 3.16",
 				"no table for its _Py_DebugOffsets (version 0x031000f0");
 		check_fake_head("-DDEBUG_HEAD -DVERSION=0x030F02F0UL -DFREE_THREADED=1",
 				"fake free-threaded 3.15", "3.15.2 is a free-threaded build");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* _Py_DebugOffsets as real interpreters carry it: the first bytes of the .PyRuntime section
  * of pyenv's CPython 3.13.0 (libpython3.13.so.1.0) and of Debian sid's stripped python3.13
- * 3.13.18, python3.14 3.14.10 and python3.15 3.15.2, as uint64_t slots (the cookie is the first). Read with
- * objcopy -O binary --only-section=.PyRuntime; independent of pydebug.c's tables. */
+ * 3.13.18, python3.14 3.14.10 and python3.15 3.15.2, as uint64_t slots (the cookie is the
+ * first). Read with objcopy -O binary --only-section=.PyRuntime; independent of
+ * pydebug.c's tables. */
 #ifndef ASYNCBPF_PYDEBUG_FIXTURES_H
 #define ASYNCBPF_PYDEBUG_FIXTURES_H
 

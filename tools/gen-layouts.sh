@@ -44,10 +44,6 @@ for minor in 8 9 10 11 12 13; do
 		-isystem "$inc/internal" -I"$top/bpf" -I"$top/user/cpython" \
 		"$omsrc" -o "$tmp/genom-3.$minor"
 	"$tmp/genom-3.$minor" >"$tmp/objmodel-3.$minor"
-	if [ "$minor" -ge 13 ]; then
-		"$tmp/gen-3.$minor" debug >"$tmp/debug-3.$minor"
-		"$tmp/gen-3.$minor" desc >"$tmp/desc-3.$minor"
-	fi
 	found="$found 3.$minor"
 done
 if [ -z "$found" ]; then
@@ -111,9 +107,6 @@ cat <<HDR
 #include "py_layouts_table.h"
 
 HDR
-for m in $found; do
-	[ -f "$tmp/debug-$m" ] && cat "$tmp/debug-$m"
-done
 echo "const struct py_layout py_layout_table[] = {"
 for m in $found; do
 	cat "$tmp/layout-$m"
@@ -121,17 +114,3 @@ done
 echo "};"
 echo
 echo "const unsigned int py_layout_table_len = sizeof(py_layout_table) / sizeof(py_layout_table[0]);"
-echo
-if ls "$tmp"/desc-* >/dev/null 2>&1; then
-	echo "const struct py_debug_desc py_debug_descs[] = {"
-	for m in $found; do
-		[ -f "$tmp/desc-$m" ] && cat "$tmp/desc-$m"
-	done
-	echo "};"
-	echo
-	echo "const unsigned int py_debug_descs_len = sizeof(py_debug_descs) / sizeof(py_debug_descs[0]);"
-else
-	echo "const struct py_debug_desc py_debug_descs[1] = { { 0 } };"
-	echo
-	echo "const unsigned int py_debug_descs_len = 0;"
-fi

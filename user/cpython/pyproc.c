@@ -410,12 +410,6 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	if (!head)
 		return say(in, PYPROC_NOT_READY, "Python %s runtime not initialised yet",
 			   t->version_str);
-	if (!described &&
-	    py_layout_check_runtime(l, t->version, in->pid, t->proc.runtime, lwhy, sizeof(lwhy))) {
-		if (vanished(in))
-			return say(in, PYPROC_GONE, "exited while being inspected");
-		return say(in, PYPROC_UNSUPPORTED, "%s", lwhy);
-	}
 	snprintf(t->binary, sizeof(t->binary), "%s", py->map->path);
 	return PYPROC_OK;
 }

@@ -491,9 +491,8 @@ static int snapshot314(const struct py_target *t, unsigned int what, struct atas
 		a->asyncio = 0;
 		return -1;
 	}
-	if (mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp)))
-		interp = 0;
-	for (int ni = 0; interp && ni < MAX_THREADS; ni++) {
+	ret = mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp));
+	for (int ni = 0; !ret && interp && ni < MAX_THREADS; ni++) {
 		ret = list_tasks(t->pid, interp + o.interp_tasks_head, &o, a);
 		ts = 0;
 		if (!ret && mem_read(t->pid, interp + l->interp_tstate_head, &ts, sizeof(ts)))

@@ -32,13 +32,19 @@ HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all deps test unit integration demo clean vmlinux layouts format
+.PHONY: all deps trees test unit integration demo clean vmlinux layouts format
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
 deps:
 	@tools/deps.sh
+
+# The Debian trees (sid, trixie) whose interpreters the integration suite runs in a
+# chroot, cached outside the clone (ASYNCBPF_CACHE, default ~/.cache/asyncbpf) and rebuilt
+# when older than a week; a tree that cannot be built is skipped by the suite with the reason.
+trees:
+	@tools/trees.sh
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(OUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -73,7 +79,7 @@ $(OUT):
 unit: $(UNIT_TESTS)
 	@tests/unit/run.sh $(UNIT_TESTS)
 
-integration: all
+integration: all trees
 	$(PYTEST) -v -rs tests/integration
 
 test: deps

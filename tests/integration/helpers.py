@@ -288,8 +288,11 @@ class Interp:
                 out = subprocess.run(
                     [path, "-c", "import sys; print('%d %d %d' % sys.version_info[:3])"],
                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
-                    universal_newlines=True)
-                self.version = tuple(int(x) for x in out.stdout.split())
+                    universal_newlines=True, cwd=WORKLOADS)  # a tree has this directory
+                words = out.stdout.split()
+                if len(words) != 3 or not all(w.isdigit() for w in words):
+                    raise ValueError(" ".join(out.stdout.strip().splitlines()[-2:]))
+                self.version = tuple(int(x) for x in words)
             except (OSError, ValueError, subprocess.SubprocessError) as e:
                 self.missing = "%s does not run: %s" % (path, e)
 

@@ -62,7 +62,7 @@ def test_chroot_origin(chrooted, root_tasks_bin):  # noqa: F811
     """A fire-and-forget child is shown under its creator, which has returned: only the
     creation probe knows that link."""
     mode, w = chrooted
-    r = run_tool(root_tasks_bin, "--watch", 3, w.pid, timeout=60)
+    r = run_tool(root_tasks_bin, "--watch", 2, w.pid, timeout=60)
     assert r.rc == 0 and not r.err.strip(), "asyncbpf-tasks failed (%s)" % mode + r.describe()
     kids = [n for name, same in task_nodes(parse_pstree(r.out)).items() for n in same
             if FF_CHILD.match(name)]

@@ -28,7 +28,7 @@ def test_lazy_names_exercised(names_load, interp):
 def test_tasks_tree_names(names_load, root_tasks_bin):  # noqa: F811
     """Each task's `(T) NAME` in asyncbpf-tasks is what get_name() says."""
     want = names_load.fact("names")
-    r = run_tool(root_tasks_bin, names_load.pid, timeout=60)
+    r = run_tool(root_tasks_bin, "--watch", 0, names_load.pid, timeout=60)
     assert r.rc == 0, "asyncbpf-tasks failed" + r.describe()
     got = {}
     for root in parse_pstree(r.out):

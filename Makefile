@@ -41,6 +41,9 @@ deps:
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(OUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# the bounded-loop variant of the sampler is sampler.bpf.c compiled with PW_BOUNDED_LOOPS
+$(OUT)/sampler_bounded.bpf.o: bpf/sampler.bpf.c
+
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 

@@ -876,6 +876,7 @@ static void print_stats(struct app *a, double elapsed, const struct sampler_stat
 				"tick)\n");
 	else
 		fprintf(stderr, "bpf run time per sample: unavailable\n");
+	fprintf(stderr, "bpf walker: %s\n", sampler_variant(a->sampler));
 	if (st.stat[STAT_PYTHON]) {
 		fprintf(stderr, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));

@@ -45,6 +45,8 @@ enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen);
  * polled), so counts read afterwards match what was delivered. */
 void sampler_stop(struct sampler *s);
 void sampler_close(struct sampler *s);
+/* Which BPF programs run the walker's loops: "bpf_loop", or the bounded-loop variant. */
+const char *sampler_variant(const struct sampler *s);
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler_del_proc(struct sampler *s, pid_t pid);

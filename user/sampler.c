@@ -116,6 +116,17 @@ static void print_log_tail(void)
 		fprintf(stderr, "  %s\n", log_tail[i % LOG_LINES]);
 }
 
+const char *sampler_verifier_hint(void)
+{
+	bool seen = log_next > 0;
+
+	if (seen && log_verbose)
+		print_log_tail();
+	log_next = 0;
+	/* a load can fail before the verifier runs (a missing kfunc): no log to point to */
+	return !seen ? "" : log_verbose ? "; verifier log above" : "; run with -v for the verifier log";
+}
+
 /* NULL when the effective capabilities allow BPF and perf events, else what is missing. */
 static const char *missing_caps(void)
 {
@@ -328,10 +339,7 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	ret = s->skel ? sampler_bpf__load(s->skel) : sampler_bounded_bpf__load(s->bounded);
 	if (ret) {
 		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),
-			 o->verbose ? "; verifier log above"
-				    : "; run with -v for the verifier log");
-		if (o->verbose)
-			print_log_tail();
+			 sampler_verifier_hint());
 		rc = ret == -EPERM ? SAMPLER_EPRIV : SAMPLER_ELOAD;
 		goto fail;
 	}

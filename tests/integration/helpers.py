@@ -35,6 +35,9 @@ SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
 SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
 PROG = "asyncbpf-record: "
+# Start-up and run timeouts are multiplied by this: an emulated guest (make test-kernels)
+# runs Python about 10 times slower, fork and exec about 40 times.
+TIMEOUT_SCALE = float(os.environ.get("ASYNCBPF_TIMEOUT_SCALE") or 1)
 
 
 def selected(id):
@@ -171,7 +174,7 @@ class Workload:
 
     def __init__(self, python, script, *args, timeout=30, reap=False):
         self.argv = [python, "-u", os.path.join(WORKLOADS, script)] + [str(a) for a in args]
-        self.timeout = timeout
+        self.timeout = timeout * TIMEOUT_SCALE
         self.reap = reap
         self.facts = []
         self.proc = None
@@ -531,6 +534,7 @@ class ToolRun:
 
 def run_tool(binary, *args, timeout=60, prefix=()):
     argv = list(prefix) + [binary] + [str(a) for a in args]
+    timeout *= TIMEOUT_SCALE
     t0 = time.monotonic()
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

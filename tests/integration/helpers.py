@@ -56,8 +56,8 @@ class Interp:
             try:
                 out = subprocess.run(
                     [path, "-c", "import sys; print('%d %d %d' % sys.version_info[:3])"],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
-                    universal_newlines=True)
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    timeout=30 * TIMEOUT_SCALE, universal_newlines=True)
                 self.version = tuple(int(x) for x in out.stdout.split())
             except (OSError, ValueError, subprocess.SubprocessError) as e:
                 self.missing = "%s does not run: %s" % (path, e)
@@ -494,7 +494,7 @@ def _uvloop_missing(interp):
     if interp.missing:
         return interp.missing
     p = subprocess.run([interp.path, "-c", "import uvloop"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=30)
+                       stderr=subprocess.DEVNULL, timeout=30 * TIMEOUT_SCALE)
     if p.returncode:
         return "%s cannot import uvloop (Debian's python3-uvloop; make deps)" % interp.path
     return None

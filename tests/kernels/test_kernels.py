@@ -54,8 +54,11 @@ def test_kernel(suite):
         for tc in ET.parse(os.path.join(results, "junit.xml")).iter("testcase"):
             state = "passed"
             for k in ("failure", "error", "skipped"):
-                if tc.find(k) is not None:
+                el = tc.find(k)
+                if el is not None:
                     state = {"failure": "FAILED", "error": "ERROR", "skipped": "skipped"}[k]
+                    if el.get("type") == "pytest.xfail":
+                        state = "xfailed (%s)" % el.get("message", "")
             cases.append((tc.get("name"), state))
     except (OSError, ET.ParseError):
         pass

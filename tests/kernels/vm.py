@@ -52,10 +52,14 @@ def depends(path):
 
 
 def builtin(moddir, name):
+    """Is the module built in? Without modules.builtin (sid's split packages ship none)
+    a module not found is taken as built in: if it is not, init.sh says the mount failed."""
     try:
         with open(os.path.join(moddir, "modules.builtin")) as f:
             return any(os.path.basename(l.strip()).split(".ko")[0].replace("-", "_") == name
                        for l in f)
+    except FileNotFoundError:
+        return True
     except OSError:
         return False
 

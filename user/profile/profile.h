@@ -69,6 +69,12 @@ uint64_t profile_total(const struct profile *p);
 /* The stacks in no particular order, without freezing the profile. */
 const struct stack_ent *profile_stacks_unsorted(const struct profile *p, size_t *n);
 
+/* How alike two profiles are: over the stacks, the sum of the smaller of a stack's shares
+ * of a's and of b's samples, stacks matched by what their frames say (each profile has
+ * its own ids). 1: the same shares; 0: no stack in common. NAN when either is empty or
+ * out of memory. */
+double profile_overlap(const struct profile *a, const struct profile *b);
+
 /* Distinct stacks and frames held, for --stats. */
 void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes);
 
@@ -85,7 +91,8 @@ int profile_add_capped(struct profile *p, const uint32_t *ids, uint32_t n, uint6
 /* Bytes a new stack of n frames takes in the table. */
 size_t profile_stack_bytes(uint32_t n);
 
-/* Memory the frames and stacks take (roughly), and how many stacks there are. */
+/* Memory the profile has allocated (its tables by capacity), and how many stacks there
+ * are. */
 size_t profile_bytes(const struct profile *p, size_t *nstacks);
 
 /* The container label of a stack (its process frame's), NULL on the host. */

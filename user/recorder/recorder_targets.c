@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Which processes a recording follows, and their asyncio tasks: tracking and untracking
  * targets, the examination callbacks, task snapshots and creation probes. */
-#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,13 +43,8 @@ static bool same_program(const struct target *tg)
  * attached. */
 static bool watch_creations(struct recorder *a, struct target *tg)
 {
-	char path[PATH_MAX + 64];
-	uint64_t off;
-	int ret;
+	int ret = atasks_watch_creations(a->sampler, &tg->t);
 
-	ret = atasks_task_init(&tg->t, path, sizeof(path), &off);
-	if (!ret)
-		ret = sampler_attach_task_init(a->sampler, tg->t.pid, path, off);
 	if (!ret) {
 		tg->origins = 1;
 		return true;
@@ -72,6 +66,9 @@ static bool watch_creations(struct recorder *a, struct target *tg)
 		"warning: pid %d: cannot watch task creation (%s); tasks whose creator returned "
 		"are shown as roots",
 		tg->t.pid, strerror(-ret));
+	if (!a->origins_off++)
+		snprintf(a->origins_off_why, sizeof(a->origins_off_why), "pid %d: %s", tg->t.pid,
+			 strerror(-ret));
 	return false;
 }
 
@@ -107,6 +104,8 @@ void targets_refresh(struct recorder *a)
 			tg->async_off = 1;
 			recorder_say(a, "warning: %s; its stacks are shown without asyncio tasks",
 				     why);
+			if (!a->tasks_off++)
+				snprintf(a->tasks_off_why, sizeof(a->tasks_off_why), "%s", why);
 			continue;
 		}
 		tg->async_fails = 0;

@@ -277,7 +277,8 @@ def test_once_agrees_with_report(top_bin, python, tmp_path):
     recording of the same process over the same 3 s, within 3 points."""
     rec = str(tmp_path / "rec.collapsed")
     with Workload(python.path, "top_mix.py") as w:
-        argv = ["-p", str(w.pid), "-F", "999", "-d", "3"]
+        # many samples: the two recordings' sampling noise stays well under 3 points
+        argv = ["-p", str(w.pid), "-F", "4999", "-d", "3"]
         r = subprocess.Popen([RECORD] + argv + ["-o", rec], stderr=subprocess.PIPE)
         top = run_tool(top_bin, "--once", "-n", "0", *argv, timeout=120)
         r.wait(timeout=120)
@@ -324,7 +325,8 @@ def test_twenty_processes(top_bin, python):
         waits = []
         for key, title in [("p", "processes"), ("f", "functions")] * 5:
             t.keys(key)
-            _, dt = t.wait(lambda l: title in l[0], 5, key)
+            # a slow answer is measured, not failed at once: the median is asserted
+            _, dt = t.wait(lambda l: title in l[0], 30, key)
             waits.append(dt)
             time.sleep(0.3)
         c0, t0 = cpu_of(pid), time.monotonic()

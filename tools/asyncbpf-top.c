@@ -36,7 +36,7 @@ static const char usage[] =
 	"                    [--interval SECONDS] [--window SECONDS] [-d SECONDS]\n"
 	"                    [--once] [-n N] [--container ID] [--cgroup PATH] [--comm NAME]\n"
 	"\n"
-	"A live view of the Python processes' samples (CPython 3.8-3.14): functions, task\n"
+	"A live view of the Python processes' samples (CPython 3.8-3.15): functions, task\n"
 	"paths (outermost task to the running task: its function) and processes, over a\n"
 	"sliding window and since the start. Without a terminal (or with --once) it records\n"
 	"for -d seconds and prints the tables once.\n"

@@ -59,6 +59,9 @@ $(LIB): $(USER_OBJS)
 $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+# only the agent talks HTTP (user/ship/pyroscope.c)
+$(OUT)/asyncbpf-agent: LDLIBS += -lcurl
+
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@

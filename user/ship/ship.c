@@ -174,7 +174,8 @@ static void delivered(struct sink *k, struct ship_item *it, enum deliver r,
 		shipq_remove_locked(&k->q, it);
 		break;
 	case DELIVER_RETRY:
-		if (!k->failures || first_time(k, di->kind))
+		/* each kind once, and again at the start of every outage */
+		if (first_time(k, di->kind) || !k->failures)
 			say(k->s, "%s: %s; retrying with backoff", name, di->what);
 		k->failures++;
 		k->retried++;

@@ -280,11 +280,14 @@ class Receiver:
             status, text = action, "as the test asked"
         req.status = status
         data = text.encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "text/plain")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", "text/plain")
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        except ConnectionError:
+            req.status = "gone"  # the client gave up waiting (its timeout)
 
     def __enter__(self):
         self.thread.start()

@@ -33,7 +33,7 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
-.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak
+.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
@@ -103,9 +103,13 @@ test-sanitize:
 	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \
 		$(PYTEST) -v -rs --durations=10 tests/integration
 
-# 10 minutes at 999 Hz with process churn; the profiler's RSS must stay flat. Not in test.
+# 10 minutes at 999 Hz with process churn, for asyncbpf-record then asyncbpf-agent; the
+# profiler's RSS must stay flat. Not in test. soak-agent: the agent's alone.
 soak: all
 	ASYNCBPF_SOAK=1 $(PYTEST) -v -s -rs tests/integration/test_soak.py
+
+soak-agent: all
+	ASYNCBPF_SOAK=1 $(PYTEST) -v -s -rs tests/integration/test_soak.py -k agent
 
 # Fuzzing: each tests/fuzz/fuzz_NAME.c is a libFuzzer target with its seed corpus in
 # tests/fuzz/corpus/fuzz_NAME/. They are built with clang into build-fuzz/, against a

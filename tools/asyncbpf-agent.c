@@ -158,10 +158,21 @@ enum {
 	OPT_QAGE,
 };
 
-static int agent_option(struct opts *o, int c, char *arg)
+/* One of the agent's own options: 0, or -1 (said). */
+static int agent_option(void *ctx, int c, char *arg)
 {
+	struct opts *o = ctx;
+	/* the options that only name something */
+	const char **name = c == OPT_DIR      ? &o->s.dir
+			    : c == OPT_BASIC  ? &o->s.basic_auth_file
+			    : c == OPT_BEARER ? &o->s.bearer_token_file
+					      : NULL;
 	unsigned long v;
 
+	if (name) {
+		*name = arg;
+		return 0;
+	}
 	switch (c) {
 	case OPT_INTERVAL:
 		return seconds("--interval", arg, 1, 3600, &o->s.interval);
@@ -172,9 +183,6 @@ static int agent_option(struct opts *o, int c, char *arg)
 		}
 		o->s.url = arg;
 		return 0;
-	case OPT_DIR:
-		o->s.dir = arg;
-		return 0;
 	case OPT_KEEP:
 		o->keep_set = true;
 		if (count("--keep", arg, 1, 1000000, &v))
@@ -182,28 +190,21 @@ static int agent_option(struct opts *o, int c, char *arg)
 		o->s.keep = (unsigned int)v;
 		return 0;
 	case OPT_SERVICE:
-		o->s.service = arg;
-		if (!*arg || strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-					 "0123456789_.-/") != strlen(arg)) {
+		if (!series_service_ok(arg)) {
 			err("invalid --service-name '%s' (letters, digits, '_', '.', '-', '/')",
 			    arg);
 			return -1;
 		}
+		o->s.service = arg;
 		return 0;
 	case OPT_LABEL:
 		return add_label(o, arg);
 	case OPT_TENANT:
-		o->s.tenant = arg;
 		if (!*arg || strpbrk(arg, "\r\n")) {
 			err("invalid --tenant");
 			return -1;
 		}
-		return 0;
-	case OPT_BASIC:
-		o->s.basic_auth_file = arg;
-		return 0;
-	case OPT_BEARER:
-		o->s.bearer_token_file = arg;
+		o->s.tenant = arg;
 		return 0;
 	case OPT_STATS:
 		return seconds("--stats-interval", arg, 0, 86400, &o->stats_interval);
@@ -223,8 +224,12 @@ static int agent_option(struct opts *o, int c, char *arg)
 		return 0;
 	case OPT_QAGE:
 		return seconds("--queue-age", arg, 1, SHIP_MAX_AGE, &o->s.queue_age);
+	case 'h':
+		printf(usage, recorder_cli_help);
+		exit(0);
 	}
-	return 1;
+	err("unknown option (see --help)");
+	return -1;
 }
 
 static int check_args(struct opts *o)
@@ -271,8 +276,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	int c, taken;
-
 	o->r.prog = o->s.prog = PROG;
 	recorder_cli_init(&o->cli, &o->r, DEFAULT_FREQ);
 	o->s.interval = 15;
@@ -284,33 +287,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->s.labels = o->labels;
 	o->stats_interval = 60;
 	o->flush_timeout = SHIP_FLUSH_TIMEOUT;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":" RECORDER_CLI_SHORTOPTS "h", longopts, NULL)) !=
-	       -1) {
-		taken = recorder_cli_option(&o->cli, &o->r, c, optarg);
-		if (taken < 0)
-			return -1;
-		if (taken)
-			continue;
-		taken = agent_option(o, c, optarg);
-		if (taken < 0)
-			return -1;
-		if (!taken)
-			continue;
-		if (c == 'h') {
-			printf(usage, recorder_cli_help);
-			exit(0);
-		}
-		if (c == ':')
-			err("option '%s' needs a value", argv[optind - 1]);
-		else
-			err("unknown option '%s' (see --help)", argv[optind - 1]);
+	if (recorder_cli_parse(&o->cli, &o->r, argc, argv, "h", longopts, agent_option, o))
 		return -1;
-	}
-	if (optind < argc) {
-		err("unexpected argument '%s' (see --help)", argv[optind]);
-		return -1;
-	}
 	o->s.freq = o->r.freq;
 	return check_args(o);
 }

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from helpers import BUILD, INTERPRETERS_AVAILABLE, Workload, run_tool
+from helpers import BUILD, INTERPRETERS_AVAILABLE, Proc, Workload, run_tool
 from pyroscope_rx import Pprof, Receiver
 from test_lifecycle import wait_sampling
 from test_outputs import go_pprof, parse_traces
@@ -58,7 +58,7 @@ def num(d, key):
     return float(d[key]) if "." in d[key] else int(d[key])
 
 
-class Agent:
+class Agent(Proc):
     """asyncbpf-agent running in the background; stop() sends a signal and waits."""
 
     def __init__(self, *args):
@@ -72,12 +72,6 @@ class Agent:
         wait_sampling(self.proc)
         self.started = time.monotonic()
         return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        return False
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         t0 = time.monotonic()
@@ -97,6 +91,18 @@ class Agent:
 
     def lines(self, word):
         return [l for l in self.err.splitlines() if word in l and " stats " not in l]
+
+
+@contextlib.contextmanager
+def spinning(*args, respond=None, pyroscope=True):
+    """(receiver, workload, agent): a loopback Pyroscope answering with respond (none if
+    not pyroscope), a process spinning in spin(), and the agent recording it with args,
+    its -p and --pyroscope added; all stopped on exit."""
+    with contextlib.ExitStack() as stack:
+        rx = stack.enter_context(Receiver(respond)) if pyroscope else None
+        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
+        more = ["--pyroscope", rx.url] if rx else []
+        yield rx, w, stack.enter_context(Agent("-p", w.pid, *more, *args))
 
 
 def contiguous(profiles, tol_ns=50_000_000):
@@ -170,10 +176,7 @@ def test_503_then_recovers(agent_bin):
             first.append(req.time)
         return 503 if req.time < first[0] + 6 else None
 
-    with contextlib.ExitStack() as stack:
-        rx = stack.enter_context(Receiver(respond))
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 2, "--pyroscope", rx.url))
+    with spinning("--interval", 2, respond=respond) as (rx, w, ag):
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline and not (
                 rx.accepted() and rx.accepted()[-1].time > first[0] + 10):
@@ -209,10 +212,7 @@ def test_503_then_recovers(agent_bin):
 def test_400_not_retried(agent_bin):
     """Acceptance 2: a 400 is not retried; every profile is tried once and counted as
     failed, and the refusal is said once."""
-    with contextlib.ExitStack() as stack:
-        rx = stack.enter_context(Receiver(lambda rx, req: 400))
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 1, "--pyroscope", rx.url))
+    with spinning("--interval", 1, respond=lambda rx, req: 400) as (rx, w, ag):
         time.sleep(5)
         ag.stop()
     assert ag.rc == 0, ag.describe()
@@ -246,12 +246,9 @@ def test_hung_connection_sampling_goes_on(agent_bin, tmp_path):
     every second, stay within 5% of the rate before the hang, in the same run."""
     hang = []
     freq = 499
-    with contextlib.ExitStack() as stack:
-        rx = stack.enter_context(Receiver(lambda rx, req: "hang" if hang else None))
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "-F", freq, "--interval", 1, "--pyroscope",
-                                       rx.url, "--output-dir", tmp_path, "--keep", 100,
-                                       "--timeout", 2, "--flush-timeout", 2))
+    with spinning("-F", freq, "--interval", 1, "--output-dir", tmp_path, "--keep", 100,
+                  "--timeout", 2, "--flush-timeout", 2,
+                  respond=lambda rx, req: "hang" if hang else None) as (rx, w, ag):
         curve = []
         end = time.monotonic() + 20
         while time.monotonic() < end:
@@ -294,11 +291,9 @@ def test_receiver_absent_queue_bounded(agent_bin):
     """Acceptance 2: nothing listens for the whole run: the queue never holds more than
     its bound, and every profile made is counted dropped (oldest while full, the rest at
     exit), exactly."""
-    with contextlib.ExitStack() as stack:
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 1, "--pyroscope",
-                                       "http://127.0.0.1:%d" % free_port(), "--queue-profiles",
-                                       4, "--stats-interval", 1, "--flush-timeout", 1))
+    with spinning("--interval", 1, "--pyroscope", "http://127.0.0.1:%d" % free_port(),
+                  "--queue-profiles", 4, "--stats-interval", 1, "--flush-timeout", 1,
+                  pyroscope=False) as (_, w, ag):
         time.sleep(10)
         ag.stop()
     assert ag.rc == 0, ag.describe()
@@ -319,11 +314,7 @@ def test_receiver_absent_queue_bounded(agent_bin):
 def test_sigterm_sends_partial_interval(agent_bin, tmp_path):
     """Acceptance 3: SIGTERM 3 s into a 30 s interval: that partial interval is sent and
     written before the agent exits, within the flush timeout (10 s by default)."""
-    with contextlib.ExitStack() as stack:
-        rx = stack.enter_context(Receiver())
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 30, "--pyroscope", rx.url,
-                                       "--output-dir", tmp_path))
+    with spinning("--interval", 30, "--output-dir", tmp_path) as (rx, w, ag):
         time.sleep(3)
         ag.stop()
     assert ag.rc == 0, ag.describe()
@@ -340,10 +331,8 @@ def test_rotating_files(agent_bin, tmp_path):
     """One whole pprof per interval in the directory, the newest --keep of them, no
     temporary file left; a file of another name is left alone."""
     (tmp_path / "notes.txt").write_text("mine")
-    with contextlib.ExitStack() as stack:
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 1, "--output-dir", tmp_path,
-                                       "--keep", 3))
+    with spinning("--interval", 1, "--output-dir", tmp_path, "--keep", 3,
+                  pyroscope=False) as (_, w, ag):
         time.sleep(6)
         ag.stop()
     assert ag.rc == 0, ag.describe()
@@ -365,11 +354,8 @@ def test_sighup_reloads_credentials(agent_bin, tmp_path):
     header goes with every request."""
     tok = tmp_path / "token"
     tok.write_text("first-token\n")
-    with contextlib.ExitStack() as stack:
-        rx = stack.enter_context(Receiver())
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 1, "--pyroscope", rx.url,
-                                       "--bearer-token-file", tok, "--tenant", "team-a"))
+    with spinning("--interval", 1, "--bearer-token-file", tok, "--tenant",
+                  "team-a") as (rx, w, ag):
         time.sleep(2.5)
         tok.write_text("second-token\n")
         ag.proc.send_signal(signal.SIGHUP)
@@ -389,11 +375,8 @@ def test_basic_auth_and_service_name(agent_bin, tmp_path):
     series."""
     cred = tmp_path / "cred"
     cred.write_text("agent:s3cret\n")
-    with contextlib.ExitStack() as stack:
-        rx = stack.enter_context(Receiver())
-        w = stack.enter_context(Workload(interps(1)[0].path, "spin.py"))
-        ag = stack.enter_context(Agent("-p", w.pid, "--interval", 1, "--pyroscope", rx.url,
-                                       "--basic-auth-file", cred, "--service-name", "shop/api"))
+    with spinning("--interval", 1, "--basic-auth-file", cred, "--service-name",
+                  "shop/api") as (rx, w, ag):
         time.sleep(3)
         ag.stop()
     assert ag.rc == 0, ag.describe()

@@ -149,6 +149,30 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 	return 0;
 }
 
+int recorder_cli_parse(struct recorder_cli *cli, struct recorder_opts *o, int argc, char **argv,
+		       const char *shortopts, const struct option *longopts,
+		       int (*tool)(void *ctx, int opt, char *arg), void *ctx)
+{
+	char optstring[128];
+	int c, taken;
+
+	/* ':' first: a missing value is told apart from an unknown option */
+	snprintf(optstring, sizeof(optstring), ":%s%s", RECORDER_CLI_SHORTOPTS, shortopts);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		if (c == ':')
+			return bad(o, "option '%s' needs a value", argv[optind - 1]);
+		if (c == '?')
+			return bad(o, "unknown option '%s' (see --help)", argv[optind - 1]);
+		taken = recorder_cli_option(cli, o, c, optarg);
+		if (taken < 0 || (!taken && tool(ctx, c, optarg)))
+			return -1;
+	}
+	if (optind < argc)
+		return bad(o, "unexpected argument '%s' (see --help)", argv[optind]);
+	return 0;
+}
+
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o)
 {
 	if (cli->all && o->npids)

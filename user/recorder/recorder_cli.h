@@ -43,6 +43,13 @@ void recorder_cli_init(struct recorder_cli *cli, struct recorder_opts *o, unsign
 /* One option from getopt_long: 1 taken, 0 not a shared option, -1 bad (said on stderr). */
 int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int opt,
 			const char *arg);
+/* getopt_long over argv with the shared options and a tool's own (shortopts, longopts):
+ * the shared ones are taken, every other one goes to tool(ctx, opt, optarg), which
+ * returns 0 or -1 (bad, said). A missing value, an unknown option and a stray argument
+ * are said on stderr. 0, or -1. */
+int recorder_cli_parse(struct recorder_cli *cli, struct recorder_opts *o, int argc, char **argv,
+		       const char *shortopts, const struct option *longopts,
+		       int (*tool)(void *ctx, int opt, char *arg), void *ctx);
 /* After the last option: conflicts between options (said on stderr, -1), and defaults
  * that depend on others. */
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o);

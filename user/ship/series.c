@@ -8,12 +8,26 @@
 
 #include "series.h"
 
+static bool service_char(char c)
+{
+	return isalnum((unsigned char)c) || (c && strchr("_.-/", c));
+}
+
+bool series_service_ok(const char *s)
+{
+	const char *p = s;
+
+	while (*p && service_char(*p))
+		p++;
+	return p != s && !*p;
+}
+
 void series_service_name(char *out, size_t len, const char *s)
 {
 	size_t i = 0;
 
 	for (; s && *s && i + 1 < len; s++)
-		out[i++] = isalnum((unsigned char)*s) || strchr("_.-/", *s) ? *s : '_';
+		out[i++] = service_char(*s) ? *s : '_';
 	if (!i && len > 1)
 		out[i++] = '_';
 	out[i] = 0;

@@ -5,6 +5,7 @@
 #ifndef ASYNCBPF_SERIES_H
 #define ASYNCBPF_SERIES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,8 @@ int series_split(struct profile *prof, const struct series_opts *o, const struct
 		 int (*emit)(void *ctx, const struct series_part *p), void *ctx,
 		 struct series_result *res);
 
+/* Is s a valid service name as it is? */
+bool series_service_ok(const char *s);
 /* s made a valid service name (letters, digits, '_', '.', '-', '/'; others become '_'). */
 void series_service_name(char *out, size_t len, const char *s);
 /* s made a valid label value: no ',', '{', '}' or control characters (they become '_'),

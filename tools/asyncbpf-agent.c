@@ -13,7 +13,6 @@
 #include "profile.h"
 #include "recorder.h"
 #include "recorder_cli.h"
-#include "sampler.h"
 #include "series.h"
 #include "ship.h"
 
@@ -380,18 +379,13 @@ int main(int argc, char **argv)
 	struct opts o = {};
 	struct agent a = {};
 	struct sigaction sa = { .sa_handler = on_signal };
-	char why[512];
 	int rc;
 
 	if (parse_args(argc, argv, &o)) {
 		recorder_cli_free(&o.cli);
 		return EXIT_USAGE;
 	}
-	if (o.r.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
-		err("%s", why);
-		recorder_cli_free(&o.cli);
-		return EXIT_ENV;
-	}
+	/* recorder_start checks privileges and BTF */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -16,12 +16,12 @@ struct ship_item *ship_item_new(uint8_t *data, size_t len, char *name, uint64_t 
 		free(name);
 		return NULL;
 	}
-	it->data = data;
-	it->len = len;
-	it->name = name;
-	it->from_ns = from_ns;
-	it->until_ns = until_ns;
-	it->samples = samples;
+	*it = (struct ship_item){ .data = data,
+				  .len = len,
+				  .name = name,
+				  .from_ns = from_ns,
+				  .until_ns = until_ns,
+				  .samples = samples };
 	return it;
 }
 

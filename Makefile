@@ -33,7 +33,7 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
 .PHONY: all deps test unit integration demo clean vmlinux layouts format
-.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent
+.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
@@ -102,6 +102,13 @@ test-sanitize:
 	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
 	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \
 		$(PYTEST) -v -rs --durations=10 tests/integration
+
+# Flake hunting: the chosen tests (pytest node ids or paths) N times, each run's log in
+# build/test-repeat/run-I.log, then each failed run's first failure and "K of N runs
+# failed" (exit 1 if any). The environment (ASYNCBPF_INTERPRETERS, ...) passes through.
+N ?= 5
+test-repeat: all
+	@PYTEST="$(PYTEST)" tools/test-repeat.sh "$(N)" $(OUT)/test-repeat $(TESTS)
 
 # 10 minutes at 999 Hz with process churn, for asyncbpf-record then asyncbpf-agent; the
 # profiler's RSS must stay flat. Not in test. soak-agent: the agent's alone.

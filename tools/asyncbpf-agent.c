@@ -76,6 +76,16 @@ static void on_signal(int sig)
 		stop = sig;
 }
 
+static void handle_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 static void err(const char *fmt, ...)
 {
 	va_list ap;
@@ -378,20 +388,17 @@ int main(int argc, char **argv)
 {
 	struct opts o = {};
 	struct agent a = {};
-	struct sigaction sa = { .sa_handler = on_signal };
 	int rc;
 
 	if (parse_args(argc, argv, &o)) {
 		recorder_cli_free(&o.cli);
 		return EXIT_USAGE;
 	}
-	/* recorder_start checks privileges and BTF */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	/* recorder_start checks privileges and BTF, and calls handle_signals once the reader
+	 * is loaded (a handled SIGINT tells tests the agent is about to sample) */
 	signal(SIGPIPE, SIG_IGN);
 	o.r.stop = &stop;
+	o.r.reader_open = handle_signals;
 	if (ship_new(&a.ship, &o.s)) {
 		recorder_cli_free(&o.cli);
 		return EXIT_ENV;

@@ -64,6 +64,13 @@ static void on_signal(int sig)
 	stop = sig;
 }
 
+static void handle_signals(void)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+}
+
 static void err(const char *fmt, ...)
 {
 	va_list ap;
@@ -194,11 +201,9 @@ int main(int argc, char **argv)
 		recorder_cli_free(&o.cli);
 		return EXIT_ENV;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	o.r.stop = &stop;
+	o.r.reader_open = handle_signals;
 	rc = recorder_start(&r, &o.r);
 	if (rc) {
 		recorder_cli_free(&o.cli);

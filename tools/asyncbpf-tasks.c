@@ -63,20 +63,16 @@ static int watch(const struct py_target *t, double seconds, struct sampler **out
 		 size_t len)
 {
 	struct sampler_opts so = { .cb = on_sample };
-	char path[PATH_MAX + 64];
 	struct timespec ts;
-	uint64_t off;
 	int ret;
 
 	if (sampler_open(out, &so, why, len))
 		return -1;
 	ret = sampler_add_proc(*out, t->pid, &t->proc);
 	if (!ret)
-		ret = atasks_task_init(t, path, sizeof(path), &off);
+		ret = atasks_watch_creations(*out, t);
 	if (ret == -ENOENT)
 		return 0; /* asyncio not imported: nothing to watch */
-	if (!ret)
-		ret = sampler_attach_task_init(*out, t->pid, path, off);
 	if (ret) {
 		snprintf(why, len, "pid %d: cannot watch task creation: %s", t->pid,
 			 strerror(-ret));

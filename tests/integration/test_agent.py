@@ -15,9 +15,8 @@ import time
 
 import pytest
 
-from helpers import BUILD, INTERPRETERS_AVAILABLE, Proc, Workload, run_tool
+from helpers import BUILD, INTERPRETERS_AVAILABLE, Proc, Workload, run_tool, wait_sampling
 from pyroscope_rx import Pprof, Receiver
-from test_lifecycle import wait_sampling
 from test_outputs import go_pprof, parse_traces
 
 AGENT = os.path.join(BUILD, "asyncbpf-agent")

@@ -5,11 +5,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, PROG, WORKLOADS, Proc, Workload,
-                     assert_one_error_line, record, show)
+from helpers import (INTERPRETERS_AVAILABLE, PROG, RECORD_TIMEOUT, WORKLOADS, Proc, Recording,
+                     StderrLines, Workload, assert_one_error_line, record, show, wait_cpu,
+                     wait_sampling)
 
 
 def gone_pid():
@@ -60,9 +62,37 @@ def test_bad_pids_among_good(root_record_bin):
     assert not lines_naming(r, w.pid), "a line names the good pid" + r.describe()
 
 
+# How soon after its only -p target exits a recording must say it ended, against a -d
+# five times longer: it looks at least every second, but at load average 80 on the 2
+# shared cores it said so 28-35 s late (measured here); a recorder that waits for -d
+# still fails. Writing the output and closing its BPF objects come after.
+EXIT_NOTICED = 60
+RECORD_FOR = 300
+
+
 def test_pid_exits_during_recording(root_record_bin, interp):
-    with Workload(interp.path, "spin.py", 2, reap=True) as w:
-        r = record(root_record_bin, "-p", w.pid, "-d", 6)
+    """The target is sampled, then exits: the recording ends soon after, long before its
+    -d, with one line saying so."""
+    with Workload(interp.path, "spin.py", "stdin", stdin=True) as w:
+        rec = subprocess.Popen([root_record_bin, "-p", str(w.pid), "-d", str(RECORD_FOR)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_sampling(rec)
+            err = StderrLines(rec)
+            rec.stderr = None  # err's thread reads it
+            wait_cpu([w.pid], 0.3, RECORD_TIMEOUT, "CPU time while sampled")
+            w.send("exit")
+            assert w.proc.wait(timeout=30) == 0, "the target failed"
+            t_exit = time.monotonic()
+            out, _ = rec.communicate(timeout=RECORD_FOR + RECORD_TIMEOUT)
+            t_done = time.monotonic()
+        finally:
+            if rec.poll() is None:
+                rec.kill()
+                rec.wait()
+    r = Recording(rec.args, rec.returncode, out.decode(errors="replace"), err.text(),
+                  t_done - t_exit)
+    t_ended = err.when(r"recording ended")
     assert r.rc == 0, "expected exit 0" + r.describe()
     assert r.of_pid(w.pid), "no stacks of pid %d" % w.pid + r.describe()
     lines = lines_naming(r, w.pid)
@@ -70,7 +100,10 @@ def test_pid_exits_during_recording(root_record_bin, interp):
         "expected one line about pid %d" % w.pid + r.describe())
     assert "exit" in lines[0].lower(), "the line does not say pid %d exited" % w.pid + r.describe()
     assert all(l.startswith(PROG) for l in r.err_lines()), "unprefixed lines" + r.describe()
-    assert r.elapsed < 4.5, "recording did not end early (target ran 2 s of -d 6)" + r.describe()
+    assert t_ended is not None and t_ended - t_exit < EXIT_NOTICED, (
+        "recording did not end within %d s of its target's exit (-d %d): %s" % (
+            EXIT_NOTICED, RECORD_FOR, "no line says so" if t_ended is None else
+            "it said so after %.1f s" % (t_ended - t_exit)) + r.describe())
 
 
 # -- privileges ---------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, WORKLOADS, Recording
+from helpers import INTERPRETERS_AVAILABLE, WORKLOADS, Recording, named_pids
 from test_lifecycle import wait_sampling
 
 PER_INTERPRETER = int(os.environ.get("ASYNCBPF_ORIGIN_RACE_PROCS") or 60)
@@ -47,7 +47,7 @@ def test_exit_or_exec_while_attaching(root_record_bin):
     assert len(started) == PER_INTERPRETER * len(INTERPRETERS_AVAILABLE), "spawner lost pids"
     gone = set(started)
     named = [l for l in r.err_lines() if l.startswith("asyncbpf-record:")
-             and gone & {int(n) for n in re.findall(r"\b\d+\b", l)}]
+             and gone & named_pids(l)]
     assert not named, "messages about processes that exited or exec'd: %s" % named[:10] \
         + r.describe()
     stats = dict(l.split(": ", 1) for l in r.err_lines() if ": " in l)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "procmaps.h"
 #include "py314.h"
 #include "py_layouts.h"
+#include "sampler.h"
 #include "tasknames.h"
 #include "vmwalk.h"
 
@@ -375,6 +377,15 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 		*offset = init - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;
+}
+
+int atasks_watch_creations(struct sampler *s, const struct py_target *t)
+{
+	char path[PATH_MAX + 64];
+	uint64_t off;
+	int ret = atasks_task_init(t, path, sizeof(path), &off);
+
+	return ret ? ret : sampler_attach_task_init(s, t->pid, path, off);
 }
 
 int atasks_add_origins(struct atasks *a, const struct py_target *t,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,14 +93,13 @@ static int frame_slots_grow(struct profile *p)
 	return 0;
 }
 
-static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name, const char *file,
-		       int line, int ns_pid)
+/* The id of a frame (h its frame_hash), else UINT32_MAX and in *slot where it would go. */
+static uint32_t find_frame(const struct profile *p, uint64_t h, enum frame_kind kind,
+			   const char *name, const char *file, int line, int ns_pid, size_t *slot)
 {
-	uint64_t h = frame_hash(kind, name, file, line, ns_pid);
-	struct frame_sym *s;
 	size_t j;
 
-	if ((p->nframes + 1) * 2 > p->frame_slots_cap && frame_slots_grow(p))
+	if (!p->frame_slots_cap)
 		return UINT32_MAX;
 	for (j = h & (p->frame_slots_cap - 1); p->frame_slots[j];
 	     j = (j + 1) & (p->frame_slots_cap - 1)) {
@@ -109,6 +109,23 @@ static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name
 		    frame_eq(&p->frames[id], kind, name, file, line, ns_pid))
 			return id;
 	}
+	*slot = j;
+	return UINT32_MAX;
+}
+
+static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name, const char *file,
+		       int line, int ns_pid)
+{
+	uint64_t h = frame_hash(kind, name, file, line, ns_pid);
+	struct frame_sym *s;
+	uint32_t id;
+	size_t j;
+
+	if ((p->nframes + 1) * 2 > p->frame_slots_cap && frame_slots_grow(p))
+		return UINT32_MAX;
+	id = find_frame(p, h, kind, name, file, line, ns_pid, &j);
+	if (id != UINT32_MAX)
+		return id;
 	if (p->nframes == p->frames_cap) {
 		size_t cap = p->frames_cap ? p->frames_cap * 2 : 256;
 		struct frame_sym *f = realloc(p->frames, cap * sizeof(*f));
@@ -252,6 +269,26 @@ int profile_add_ns(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t 
 	return add(p, ids, n, count, wall_ns, cpu_ns, NULL);
 }
 
+/* The entry of a stack (h its hash), else NULL and in *slot where it would go. */
+static struct stack_ent *find_stack(const struct profile *p, uint64_t h, const uint32_t *ids,
+				    uint32_t n, size_t *slot)
+{
+	size_t j;
+
+	if (!p->stack_slots_cap)
+		return NULL;
+	for (j = h & (p->stack_slots_cap - 1); p->stack_slots[j].idx;
+	     j = (j + 1) & (p->stack_slots_cap - 1)) {
+		struct stack_ent *e = &p->stacks[p->stack_slots[j].idx - 1];
+
+		if (p->stack_slots[j].hash == h && e->n == n &&
+		    !memcmp(e->ids, ids, n * sizeof(*ids)))
+			return e;
+	}
+	*slot = j;
+	return NULL;
+}
+
 static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t count, uint64_t wall_ns,
 	       uint64_t cpu_ns, size_t *budget)
 {
@@ -260,25 +297,21 @@ static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t coun
 	uint32_t *copy;
 	size_t j;
 
-	/* lookups are by content, so sorting for output must not have moved entries */
+	/* the stacks profile_stacks handed out must stay where they are */
 	if (p->sorted)
 		return -EINVAL;
 	if ((p->nstacks + 1) * 2 > p->stack_slots_cap && stack_slots_grow(p))
 		return -ENOMEM;
-	for (j = h & (p->stack_slots_cap - 1); p->stack_slots[j].idx;
-	     j = (j + 1) & (p->stack_slots_cap - 1)) {
-		e = &p->stacks[p->stack_slots[j].idx - 1];
-		if (p->stack_slots[j].hash == h && e->n == n &&
-		    !memcmp(e->ids, ids, n * sizeof(*ids))) {
-			e->count += count;
-			e->wall_ns += wall_ns;
-			e->cpu_ns += cpu_ns;
-			p->total += count;
-			p->wall_ns += wall_ns;
-			p->cpu_ns += cpu_ns;
-			p->weighted |= wall_ns || cpu_ns;
-			return 0;
-		}
+	e = find_stack(p, h, ids, n, &j);
+	if (e) {
+		e->count += count;
+		e->wall_ns += wall_ns;
+		e->cpu_ns += cpu_ns;
+		p->total += count;
+		p->wall_ns += wall_ns;
+		p->cpu_ns += cpu_ns;
+		p->weighted |= wall_ns || cpu_ns;
+		return 0;
 	}
 	if (budget) {
 		if (*budget < profile_stack_bytes(n))
@@ -326,11 +359,30 @@ static int by_count(const void *a, const void *b)
 	return (x->n > y->n) - (x->n < y->n);
 }
 
+/* After sorting: the slots point at each stack's new place. */
+static void stack_slots_reindex(struct profile *p)
+{
+	size_t cap = p->stack_slots_cap;
+
+	memset(p->stack_slots, 0, cap * sizeof(*p->stack_slots));
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct stack_ent *e = &p->stacks[i];
+		uint64_t h = hash_bytes(e->ids, e->n * sizeof(*e->ids), e->n);
+		size_t j = h & (cap - 1);
+
+		while (p->stack_slots[j].idx)
+			j = (j + 1) & (cap - 1);
+		p->stack_slots[j] = (struct stack_slot){ .hash = h, .idx = i + 1 };
+	}
+}
+
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 {
 	if (!p->sorted) {
-		if (p->nstacks) /* stacks is NULL until the first */
+		if (p->nstacks) { /* stacks is NULL until the first */
 			qsort(p->stacks, p->nstacks, sizeof(*p->stacks), by_count);
+			stack_slots_reindex(p);
+		}
 		p->sorted = 1;
 	}
 	*n = p->nstacks;
@@ -340,6 +392,53 @@ const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 uint64_t profile_total(const struct profile *p)
 {
 	return p->total;
+}
+
+/* Samples in b of a stack of a, matched frame by frame by what the frames say. */
+static uint64_t count_in(const struct profile *a, const struct stack_ent *s,
+			 const struct profile *b, uint32_t *ids)
+{
+	const struct stack_ent *e;
+	size_t slot;
+
+	for (uint32_t k = 0; k < s->n; k++) {
+		const struct frame_sym *f = &a->frames[s->ids[k]];
+		uint64_t h = frame_hash(f->kind, f->name, f->file, f->line, f->ns_pid);
+
+		ids[k] = find_frame(b, h, f->kind, f->name, f->file, f->line, f->ns_pid, &slot);
+		if (ids[k] == UINT32_MAX)
+			return 0;
+	}
+	e = find_stack(b, hash_bytes(ids, s->n * sizeof(*ids), s->n), ids, s->n, &slot);
+	return e ? e->count : 0;
+}
+
+double profile_overlap(const struct profile *a, const struct profile *b)
+{
+	uint32_t *ids = NULL, cap = 0;
+	double sum = 0;
+
+	if (!a->total || !b->total)
+		return NAN;
+	for (size_t i = 0; i < a->nstacks; i++) {
+		const struct stack_ent *s = &a->stacks[i];
+		double pa = (double)s->count / a->total, pb;
+
+		if (s->n > cap) {
+			uint32_t *n = realloc(ids, s->n * sizeof(*ids));
+
+			if (!n) {
+				free(ids);
+				return NAN;
+			}
+			ids = n;
+			cap = s->n;
+		}
+		pb = (double)count_in(a, s, b, ids) / b->total;
+		sum += pa < pb ? pa : pb;
+	}
+	free(ids);
+	return sum;
 }
 
 void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes)

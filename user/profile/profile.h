@@ -67,6 +67,12 @@ void profile_total_ns(const struct profile *p, uint64_t *wall_ns, uint64_t *cpu_
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
 uint64_t profile_total(const struct profile *p);
 
+/* How alike two profiles are: over the stacks, the sum of the smaller of a stack's shares
+ * of a's and of b's samples, stacks matched by what their frames say (each profile has
+ * its own ids). 1: the same shares; 0: no stack in common. NAN when either is empty or
+ * out of memory. */
+double profile_overlap(const struct profile *a, const struct profile *b);
+
 /* Distinct stacks and frames held, for --stats. */
 void profile_size(const struct profile *p, size_t *nstacks, size_t *nframes);
 

@@ -260,7 +260,10 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 	symtab_set_limit(a->rec.syms, o->mem_per_process);
 	a->rec.stack_limit = o->mem_per_process;
 	snapshot_init(&a->snap, recorder_now());
-	if ((ret = open_reader(a)) || (ret = find_targets(a)) || (ret = start_sampling(a))) {
+	ret = open_reader(a);
+	if (!ret && a->o.reader_open)
+		a->o.reader_open();
+	if (ret || (ret = find_targets(a)) || (ret = start_sampling(a))) {
 		recorder_free(a);
 		return ret;
 	}

@@ -39,6 +39,10 @@ struct recorder_opts {
 	bool container_frame;
 	size_t mem_per_process;	     /* bytes of symbols and stacks per process, 0: no cap */
 	volatile sig_atomic_t *stop; /* set by a signal: a command not started yet is not run */
+	/* Called once the reader is loaded, before the first targets are found: where a tool
+	 * installs its signal handlers, since a handled SIGINT is what tells a bench or a test
+	 * that the recorder is about to sample. NULL: none. */
+	void (*reader_open)(void);
 };
 
 enum recorder_end {

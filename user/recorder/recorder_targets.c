@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* Which processes a recording follows, and their asyncio tasks: tracking and untracking
  * targets, the examination callbacks, task snapshots and creation probes. */
-#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -44,13 +43,8 @@ static bool same_program(const struct target *tg)
  * attached. */
 static bool watch_creations(struct recorder *a, struct target *tg)
 {
-	char path[PATH_MAX + 64];
-	uint64_t off;
-	int ret;
+	int ret = atasks_watch_creations(a->sampler, &tg->t);
 
-	ret = atasks_task_init(&tg->t, path, sizeof(path), &off);
-	if (!ret)
-		ret = sampler_attach_task_init(a->sampler, tg->t.pid, path, off);
 	if (!ret) {
 		tg->origins = 1;
 		return true;

@@ -200,6 +200,9 @@ static void *sender(void *arg)
 		r = k->ops->deliver(k->impl, it, &k->abort, &di);
 		pthread_mutex_lock(&k->q.lock);
 		it->busy = false;
+		/* aborted at the flush deadline: it stays, counted as dropped at exit */
+		if (k->quit && r == DELIVER_RETRY)
+			break;
 		delivered(k, it, r, &di, &retry_at);
 	}
 	pthread_mutex_unlock(&k->q.lock);

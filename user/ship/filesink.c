@@ -99,7 +99,8 @@ static int prune(struct filesink *f, char *why, size_t whylen)
 			break;
 		n++;
 	}
-	qsort(names, n, sizeof(*names), name_cmp);
+	if (n) /* qsort(NULL, 0) is undefined */
+		qsort(names, n, sizeof(*names), name_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (i + f->keep < n)
 			unlinkat(fd, names[i], 0);

@@ -32,7 +32,7 @@ HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all deps test unit integration demo clean vmlinux layouts format
+.PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
@@ -40,8 +40,17 @@ all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 deps:
 	@tools/deps.sh
 
+# The Debian trees (sid, trixie) whose interpreters the integration suite runs in a
+# chroot, cached outside the clone (ASYNCBPF_CACHE, default ~/.cache/asyncbpf) and rebuilt
+# when older than a week; a tree that cannot be built is skipped by the suite with the reason.
+trees:
+	@tools/trees.sh
+
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(OUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# the bounded-loop variant of the sampler is sampler.bpf.c compiled with PW_BOUNDED_LOOPS
+$(OUT)/sampler_bounded.bpf.o: bpf/sampler.bpf.c
 
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
@@ -76,7 +85,7 @@ $(OUT):
 unit: $(UNIT_TESTS)
 	@tests/unit/run.sh $(UNIT_TESTS)
 
-integration: all
+integration: all trees
 	$(PYTEST) -v -rs tests/integration
 
 test: deps
@@ -84,20 +93,30 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
 	$(MAKE) integration
+	$(MAKE) test-kernels
 	$(MAKE) test-sanitize
+
+# Debian's kernels of bullseye (5.10), bookworm (6.1), trixie (6.12) and sid booted under
+# qemu, each running a smoke subset (tests/kernels/); the kernels are cached in
+# $${ASYNCBPF_CACHE:-$${XDG_CACHE_HOME:-~/.cache}/asyncbpf}/kernels, the results and a
+# summary (times, walker cost) go to build/kernels/.
+test-kernels: all
+	rm -f $(OUT)/kernels/summary.txt
+	$(PYTEST) -v -rs --durations=0 tests/kernels/test_kernels.py
+	@cat $(OUT)/kernels/summary.txt
 
 # The userspace (library, tools, unit tests) built with ASan and UBSan into build-san/;
 # the unit tests and the integration suite then run against those binaries. For time, the
 # integration suite runs only SAN_INTERPRETERS: the oldest and the newest supported lines.
 SAN_OUT := build-san
-SAN_INTERPRETERS ?= pyenv-3.8,pyenv-3.13
+SAN_INTERPRETERS ?= pyenv-3.8,sid-3.15
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1
 # the torn-read stress, the churn, the 100 processes and the 60 s mixing check already ran
 # in full on the plain build
 SAN_ENV += ASYNCBPF_STRESS_SECONDS=20 ASYNCBPF_CHURN_SECONDS=30 ASYNCBPF_SCALE_SECONDS=10 \
 	ASYNCBPF_MIX_SECONDS=10
 
-test-sanitize:
+test-sanitize: trees
 	$(MAKE) OUT=$(SAN_OUT) SANFLAGS="-O1 $(FUZZ_SAN)" all
 	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
 	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \

@@ -39,10 +39,13 @@ struct py_layout {
 	__u16 interp_next;	   /* PyInterpreterState.next */
 	__u16 interp_tstate_head;  /* PyInterpreterState.tstate_head / threads.head */
 	__u16 tstate_next;
-	__u16 tstate_thread_id; /* pthread_self() of the owning thread */
-	__u16 tstate_native_id; /* 3.11+: native_thread_id, 0 if absent */
-	__u16 tstate_frame;	/* frame / cframe / current_frame, see frame_kind */
-	__u16 cframe_current;	/* _PyCFrame.current_frame (PY_FRAMES_CFRAME only) */
+	__u16 tstate_thread_id;	 /* pthread_self() of the owning thread */
+	__u16 tstate_native_id;	 /* 3.11+: native_thread_id, 0 if absent */
+	__u16 tstate_frame;	 /* frame / cframe / current_frame, see frame_kind */
+	__u16 cframe_current;	 /* _PyCFrame.current_frame (PY_FRAMES_CFRAME only) */
+	__u16 tstate_base_frame; /* 3.15+: pointer to the frame that ends every complete walk,
+				  * 0 if none */
+	__u16 pad2;
 
 	__u16 frame_back;  /* f_back / previous */
 	__u16 frame_code;  /* f_code / f_executable */

@@ -4,10 +4,14 @@ set -e
 pkgs="make gcc clang libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-pytest python3-uvloop"
 # asyncbpf-agent's HTTP client
 pkgs="$pkgs libcurl4-openssl-dev"
+# the Debian trees of the integration suite (tools/trees.sh), their signatures checked
+pkgs="$pkgs debootstrap debian-archive-keyring gpgv wget"
 # the demo service (make demo) and its test
 pkgs="$pkgs python3-aiohttp python3-numpy"
 # pprof's reader (go tool pprof) and a headless browser for the output-format tests
 pkgs="$pkgs golang-go chromium"
+# the kernels of the suite (make test-kernels): boot under qemu, verify Debian's archive
+pkgs="$pkgs qemu-system-x86 busybox-static debian-archive-keyring gpgv xz-utils zstd cpio kmod"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do

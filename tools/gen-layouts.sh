@@ -1,8 +1,9 @@
 #!/bin/sh
 # Prints user/cpython/py_layouts.c: the struct py_layout of every CPython release line 3.8-3.13,
 # measured with offsetof/sizeof against each installed pyenv interpreter's headers
-# (the newest micro of each line). Lines not installed are left out, with a note on
-# stderr. Run as `make layouts`.
+# (the newest micro of each line), and writes user/py_objmodel.c, the object models of
+# the same lines and of 3.14+ (see HEADER_TREES below). Lines not installed are left out,
+# with a note on stderr. Run as `make layouts`.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,16 +44,39 @@ for minor in 8 9 10 11 12 13; do
 		-isystem "$inc/internal" -I"$top/bpf" -I"$top/user/cpython" \
 		"$omsrc" -o "$tmp/genom-3.$minor"
 	"$tmp/genom-3.$minor" >"$tmp/objmodel-3.$minor"
-	if [ "$minor" -ge 13 ]; then
-		"$tmp/gen-3.$minor" debug >"$tmp/debug-3.$minor"
-		"$tmp/gen-3.$minor" desc >"$tmp/desc-3.$minor"
-	fi
 	found="$found 3.$minor"
 done
 if [ -z "$found" ]; then
 	echo "gen-layouts: no interpreter headers found" >&2
 	exit 1
 fi
+
+# 3.14+ describe their frames in _Py_DebugOffsets (user/pydebug.c); only their object model
+# is generated, from a distribution's headers: HEADER_TREES lists root directories of
+# installed systems (a debootstrap'd Debian sid with libpython3.X-dev, say).
+omfound=$found
+for minor in 14 15; do
+	inc=""
+	for tree in ${HEADER_TREES:-}; do
+		if [ -f "$tree/usr/include/python3.$minor/internal/pycore_debug_offsets.h" ]; then
+			inc=$tree/usr/include/python3.$minor
+			arch=$tree/usr/include/x86_64-linux-gnu/python3.$minor
+			break
+		fi
+	done
+	if [ -z "$inc" ]; then
+		echo "gen-layouts: no CPython 3.$minor headers under HEADER_TREES, skipped" >&2
+		continue
+	fi
+	# pyconfig.h includes its multiarch twin by a path relative to /usr/include
+	mkdir -p "$tmp/inc-3.$minor/x86_64-linux-gnu"
+	ln -s "$arch" "$tmp/inc-3.$minor/x86_64-linux-gnu/python3.$minor"
+	"$cc" -std=gnu11 -Wall -Wextra -Werror -DPy_BUILD_CORE -isystem "$inc" \
+		-isystem "$inc/internal" -isystem "$tmp/inc-3.$minor" -I"$top/bpf" -I"$top/user/cpython" \
+		"$omsrc" -o "$tmp/genom-3.$minor"
+	"$tmp/genom-3.$minor" >"$tmp/objmodel-3.$minor"
+	omfound="$omfound 3.$minor"
+done
 
 {
 	cat <<HDR
@@ -65,7 +89,7 @@ fi
 
 const struct py_objmodel py_objmodel_gen[] = {
 HDR
-	for m in $found; do
+	for m in $omfound; do
 		cat "$tmp/objmodel-$m"
 	done
 	echo "};"
@@ -83,9 +107,6 @@ cat <<HDR
 #include "py_layouts_table.h"
 
 HDR
-for m in $found; do
-	[ -f "$tmp/debug-$m" ] && cat "$tmp/debug-$m"
-done
 echo "const struct py_layout py_layout_table[] = {"
 for m in $found; do
 	cat "$tmp/layout-$m"
@@ -93,17 +114,3 @@ done
 echo "};"
 echo
 echo "const unsigned int py_layout_table_len = sizeof(py_layout_table) / sizeof(py_layout_table[0]);"
-echo
-if ls "$tmp"/desc-* >/dev/null 2>&1; then
-	echo "const struct py_debug_desc py_debug_descs[] = {"
-	for m in $found; do
-		[ -f "$tmp/desc-$m" ] && cat "$tmp/desc-$m"
-	done
-	echo "};"
-	echo
-	echo "const unsigned int py_debug_descs_len = sizeof(py_debug_descs) / sizeof(py_debug_descs[0]);"
-else
-	echo "const struct py_debug_desc py_debug_descs[1] = { { 0 } };"
-	echo
-	echo "const unsigned int py_debug_descs_len = 0;"
-fi

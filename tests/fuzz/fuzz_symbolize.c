@@ -90,7 +90,7 @@ static void walk(struct py_target *t)
 	uint32_t flags = 0, n;
 	__u64 awaited;
 
-	n = pw_walk_frames(&t->proc, MEM_BASE, out, &s, &flags);
+	n = pw_walk_frames(&t->proc, MEM_BASE, 0, out, &s, &flags);
 	if (n > MAX_FRAMES)
 		abort();
 	n = pw_walk_coro(&t->proc, MEM_BASE + 8, out, n, PW_FRAMES_CAP, &s, &awaited, &flags);

@@ -1,5 +1,6 @@
 """Helpers for the integration tests: interpreter discovery, workloads, running
 asyncbpf-record and parsing its collapsed output."""
+import atexit
 import glob
 import json
 import os
@@ -8,6 +9,7 @@ import selectors
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -36,8 +38,19 @@ ASAN = _asan_build()
 # run only these; the others are reported as skipped.
 SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split(",") if s.strip()]
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
-SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
+SUPPORTED_MINORS = range(8, 16)  # 3.8 .. 3.15
 PROG = "asyncbpf-record: "
+# Start-up and run timeouts are multiplied by this: an emulated guest (make test-kernels)
+# runs Python about 10 times slower, fork and exec about 40 times.
+TIMEOUT_SCALE = float(os.environ.get("ASYNCBPF_TIMEOUT_SCALE") or 1)
+# Debian's own builds (stripped, _asyncio a separate module) run in chroots that
+# tools/trees.sh builds and caches (make trees); tree name -> the minors run in it
+CACHE = os.environ.get("ASYNCBPF_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "asyncbpf")
+TREES = os.path.join(CACHE, "trees")
+# (3.13s last: tests that take any one interpreter take the last or the one before it)
+TREE_PYTHONS = {"sid": (14, 15, 13), "trixie": (13,)}
+TREE_RUN = os.path.join(REPO, "tools", "tree-run.sh")
 # How long a recording may take beyond its own -d before it counts as hung: loading and
 # verifying the BPF programs took 25 s on the loaded 2-core machine the suite runs on
 # (other builds and test runs beside it), a sanitizer build is slower still.
@@ -260,13 +273,15 @@ def wait_tracked(rec, pids, timeout=RECORD_TIMEOUT):
 
 
 def selected(id):
-    return not SELECTED or any(id == s or id.startswith(s + ".") for s in SELECTED)
+    return not SELECTED or any(id == s or id.startswith((s + ".", s + "-")) for s in SELECTED)
 
 
 class Interp:
-    def __init__(self, id, path=None, missing=None):
+    def __init__(self, id, path=None, missing=None, tree=None, inner=None):
         self.id = id
         self.path = path
+        # a Debian tree's interpreter: path is a wrapper that runs inner in tree (tree_run)
+        self.tree, self.inner = tree, inner
         self.missing = missing  # reason to skip, or None
         if not missing and not selected(id):
             self.missing = "not selected by ASYNCBPF_INTERPRETERS=%s" % ",".join(SELECTED)
@@ -275,9 +290,12 @@ class Interp:
             try:
                 out = subprocess.run(
                     [path, "-c", "import sys; print('%d %d %d' % sys.version_info[:3])"],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
-                    universal_newlines=True)
-                self.version = tuple(int(x) for x in out.stdout.split())
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30 * TIMEOUT_SCALE,
+                    universal_newlines=True, cwd=WORKLOADS)  # a tree has this directory
+                words = out.stdout.split()
+                if len(words) != 3 or not all(w.isdigit() for w in words):
+                    raise ValueError(" ".join(out.stdout.strip().splitlines()[-2:]))
+                self.version = tuple(int(x) for x in words)
             except (OSError, ValueError, subprocess.SubprocessError) as e:
                 self.missing = "%s does not run: %s" % (path, e)
 
@@ -325,19 +343,82 @@ def _pyenv_versions():
     return found
 
 
+_wrappers = []
+
+
+def _wrapper_dir():
+    if not _wrappers:
+        _wrappers.append(tempfile.mkdtemp(prefix="asyncbpf-trees-"))
+        atexit.register(shutil.rmtree, _wrappers[0], True)
+    return _wrappers[0]
+
+
+def tree_run(tree, *argv):
+    """argv run inside a Debian tree: own mount namespace, chroot (tools/tree-run.sh)."""
+    return [TREE_RUN, tree] + [str(a) for a in argv]
+
+
+def _tree_missing(name):
+    d = os.path.join(TREES, name)
+    if os.path.isfile(os.path.join(d, ".asyncbpf-tree")):
+        return None
+    try:
+        with open(os.path.join(TREES, name + ".failed")) as f:
+            return "no Debian %s tree: %s" % (name, f.readline().strip())
+    except OSError:
+        return "no Debian %s tree in %s (make trees builds it)" % (name, TREES)
+
+
+def discover_tree_interpreters():
+    """Each tree's /usr/bin/python3.N as `TREE-3.N`, run through a wrapper named
+    python3.N (the name the process gets) that execs tools/tree-run.sh."""
+    out = []
+    for name, minors in TREE_PYTHONS.items():
+        why = _tree_missing(name)
+        tree = os.path.realpath(os.path.join(TREES, name))
+        for minor in minors:
+            id, exe = "%s-3.%d" % (name, minor), "python3.%d" % minor
+            if not why and not os.access(os.path.join(tree, "usr/bin", exe), os.X_OK):
+                why_py = "the Debian %s tree %s has no /usr/bin/%s" % (name, tree, exe)
+            else:
+                why_py = why
+            if why_py or not selected(id):
+                out.append(Interp(id, missing=why_py))
+                continue
+            d = os.path.join(_wrapper_dir(), id)
+            os.mkdir(d)
+            path = os.path.join(d, exe)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\nexec %s %s /usr/bin/%s \"$@\"\n" % (TREE_RUN, tree, exe))
+            os.chmod(path, 0o755)
+            out.append(Interp(id, path, tree=tree, inner="/usr/bin/" + exe))
+    return out
+
+
+def pstree_argv(interp, pid):
+    """CPython's own `python3.X -m asyncio pstree PID` (3.14+). For a tree's interpreter it
+    runs in the process's own mount namespace and root (nsenter): pstree opens the files
+    /proc/PID/maps names, which are paths there."""
+    if interp.tree:
+        return ["nsenter", "--target=%d" % pid, "--mount", "--root", "--wd=/", interp.inner,
+                "-m", "asyncio", "pstree", str(pid)]
+    return [interp.path, "-m", "asyncio", "pstree", str(pid)]
+
+
 def memory_gap(summary, pattern):
     """Why a pattern's link cannot be found in this interpreter's memory, or None: the
     async tests expect a failure there (pytest.xfail), never a pass."""
-    if pattern == "as_completed" and tuple(summary["version"]) >= (3, 14):
-        return ("3.14's as_completed leaves no fut_awaited_by on the tasks it waits for and "
-                "asyncbpf has no object model for 3.14 to follow its callbacks: they show "
-                "as roots, as in CPython's own pstree (README, CPython 3.14)")
+    if (pattern == "as_completed" and tuple(summary["version"]) >= (3, 14) and
+            not summary.get("as_completed_awaited_by")):
+        return ("this 3.14's as_completed leaves no fut_awaited_by on the tasks it waits "
+                "for (the workload saw none in _asyncio_awaited_by); asyncbpf reads 3.14+ "
+                "links from there: they show as roots, as in CPython's own pstree")
     return None
 
 
 def discover_interpreters():
-    """Every supported interpreter: pyenv's 3.8-3.13 (a missing minor is a skipped
-    entry) and the distribution's /usr/bin/python3.N."""
+    """Every supported interpreter: pyenv's 3.8-3.15 (a missing minor is a skipped
+    entry), the distribution's /usr/bin/python3.N, then the Debian trees'."""
     found = _pyenv_versions()
     roots = pyenv_roots()
     out = []
@@ -354,14 +435,14 @@ def discover_interpreters():
         m = re.match(r"^python3\.(\d+)$", os.path.basename(py))
         if m and int(m.group(1)) in SUPPORTED_MINORS and os.access(py, os.X_OK):
             distro.append(Interp("debian-3." + m.group(1), py))
-    out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.13)")]
-    # more interpreters by hand, e.g. a 3.14 built from source (none is installed here)
+    out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.15)")]
+    # more interpreters by hand, e.g. one built from source
     for py in filter(None, os.environ.get("ASYNCBPF_EXTRA_PYTHONS", "").split(":")):
         out.append(Interp("extra-" + py.strip("/").replace("/", "-"), py)
                    if os.access(py, os.X_OK) else
                    Interp("extra-" + py, missing="ASYNCBPF_EXTRA_PYTHONS: %s is not executable"
                           % py))
-    return out
+    return out + discover_tree_interpreters()
 
 
 def discover_unsupported():
@@ -393,7 +474,7 @@ class Workload:
 
     def __init__(self, python, script, *args, timeout=30, reap=False, stdin=False):
         self.argv = [python, "-u", os.path.join(WORKLOADS, script)] + [str(a) for a in args]
-        self.timeout = timeout
+        self.timeout = timeout * TIMEOUT_SCALE
         self.reap = reap
         self.stdin = stdin  # a pipe for send(), else pytest's own stdin
         self.facts = []
@@ -762,22 +843,24 @@ def _uvloop_missing(interp):
     if interp.missing:
         return interp.missing
     p = subprocess.run([interp.path, "-c", "import uvloop"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=30)
+                       stderr=subprocess.DEVNULL, timeout=30 * TIMEOUT_SCALE)
     if p.returncode:
-        return "%s cannot import uvloop (Debian's python3-uvloop; make deps)" % interp.path
+        return "%s cannot import uvloop (Debian's python3-uvloop; %s)" % (
+            interp.id, "make trees" if interp.tree else "make deps")
     return None
 
 
+# the interpreters Debian builds python3-uvloop for: bookworm's 3.11, sid's 3.14
+UVLOOP_IDS = ("debian-3.11", "sid-3.14")
+
+
 def discover_async_variants():
-    """Every interpreter with asyncio's loop, and the distribution's python3.11 (the one
-    Debian builds python3-uvloop for) with uvloop."""
+    """Every interpreter with asyncio's loop, and with uvloop those of UVLOOP_IDS."""
     out = [AsyncVariant(i) for i in INTERPRETERS]
-    debian = [i for i in INTERPRETERS if i.id.startswith("debian-3.11")]
-    if not debian:
-        out.append(AsyncVariant(Interp("debian-3.11", missing="no /usr/bin/python3.11"),
-                                uvloop=True))
-    for i in debian:
-        out.append(AsyncVariant(i, uvloop=True, missing=_uvloop_missing(i)))
+    for id in UVLOOP_IDS:
+        found = [i for i in INTERPRETERS if i.id == id or i.id.startswith(id + ".")]
+        for i in found or [Interp(id, missing="no %s interpreter" % id)]:
+            out.append(AsyncVariant(i, uvloop=True, missing=_uvloop_missing(i)))
     return out
 
 
@@ -802,6 +885,7 @@ class ToolRun:
 
 def run_tool(binary, *args, timeout=RECORD_TIMEOUT, prefix=()):
     argv = list(prefix) + [binary] + [str(a) for a in args]
+    timeout *= TIMEOUT_SCALE
     t0 = time.monotonic()
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -141,41 +141,60 @@ def test_non_root_pid(nobody_bin):
 
 # -- unsupported Python versions ------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=["0x030E00F0", "0x030F00F0"], ids=["3.14", "3.15"])
+FAKES = {
+    # id: (Py_Version, compiler flags, what the refusal must say)
+    "3.14": ("0x030E00F0", [], "without _Py_DebugOffsets"),
+    "3.15": ("0x030F00F0", [], "without _Py_DebugOffsets"),
+    "3.16": ("0x031000F0", ["-DFAKE_DEBUG_OFFSETS"], "no table for its _Py_DebugOffsets"),
+    "3.14t": ("0x030E0AF0", ["-DFAKE_DEBUG_OFFSETS", "-DFAKE_FREE_THREADED=1"],
+              "free-threaded"),
+    "3.15t": ("0x030F02F0", ["-DFAKE_DEBUG_OFFSETS", "-DFAKE_FREE_THREADED=1"],
+              "free-threaded"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(FAKES))
 def fake_python(request, tmp_path_factory):
-    """A C program that exports _PyRuntime and Py_Version and sleeps: a 3.14.0 whose
-    _PyRuntime has no _Py_DebugOffsets, and a 3.15.0 (a version asyncbpf does not know)."""
+    """A C program that exports _PyRuntime and Py_Version and sleeps: a 3.14.0 and a 3.15.0
+    whose _PyRuntime has no _Py_DebugOffsets; a 3.16.0 whose _Py_DebugOffsets head names
+    a version asyncbpf has no table for; free-threaded 3.14.10 and 3.15.2 (the head says
+    so). Returns the binary and what its refusal must say."""
+    version, flags, says = FAKES[request.param]
     cc = shutil.which("gcc") or shutil.which("cc")
     if not cc:
         pytest.skip("no C compiler to build the fake Python")
     out = str(tmp_path_factory.mktemp("fake") / "fake_python")
-    subprocess.run([cc, "-rdynamic", "-DFAKE_PY_VERSION=" + request.param, "-o", out,
-                    os.path.join(WORKLOADS, "fake_python.c")], check=True)
-    return out
+    subprocess.run([cc, "-rdynamic", "-DFAKE_PY_VERSION=" + version] + flags +
+                   ["-o", out, os.path.join(WORKLOADS, "fake_python.c")], check=True)
+    return out, says
 
 
-def check_unsupported_p(binary, pid):
+def check_unsupported_p(binary, pid, says="not supported"):
     r = record(binary, "-p", pid, "-d", 2)
-    assert_one_error_line(r, 3, "not supported", str(pid))
+    assert_one_error_line(r, 3, "not supported", says, str(pid))
 
 
-def check_unsupported_a(binary, pid):
+def check_unsupported_a(binary, pid, says="not supported"):
     r = record(binary, "-a", "-d", 2)
     assert r.rc == 0, "expected exit 0" + r.describe()
     mine = lines_naming(r, pid)
-    assert len(mine) == 1 and "not supported" in mine[0] and mine[0].startswith(PROG), (
-        "expected one 'not supported' warning for pid %d" % pid + r.describe())
+    assert len(mine) == 1 and "not supported" in mine[0] and says in mine[0] and \
+        mine[0].startswith(PROG), (
+            "expected one 'not supported' warning saying %r for pid %d" % (says, pid) +
+            r.describe())
     assert not r.of_pid(pid), "unsupported pid %d profiled" % pid + show(r.of_pid(pid))
 
 
 def test_fake_python_pid(root_record_bin, fake_python):
-    with Proc([fake_python]) as p:
-        check_unsupported_p(root_record_bin, p.pid)
+    binary, says = fake_python
+    with Proc([binary]) as p:
+        check_unsupported_p(root_record_bin, p.pid, says)
 
 
 def test_fake_python_all(root_record_bin, fake_python):
-    with Proc([fake_python]) as p:
-        check_unsupported_a(root_record_bin, p.pid)
+    binary, says = fake_python
+    with Proc([binary]) as p:
+        check_unsupported_a(root_record_bin, p.pid, says)
 
 
 def test_old_python_pid(root_record_bin, old_interp):

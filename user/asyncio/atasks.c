@@ -273,10 +273,12 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	int ret;
 
 	memset(a, 0, sizeof(*a));
-	if (!t->om && PYV_MINOR_OF(t->version) == PYV(3, 14))
-		return snapshot314(t, what, a, why, len);
 	if (objread_init(&r, t)) {
-		snprintf(why, len, "pid %d: no object model for Python %s", t->pid, t->version_str);
+		if (t->om_why[0])
+			snprintf(why, len, "pid %d: %s", t->pid, t->om_why);
+		else
+			snprintf(why, len, "pid %d: no object model for Python %s", t->pid,
+				 t->version_str);
 		return -1;
 	}
 	ret = obj_module(&r, "_asyncio", &mod);
@@ -292,6 +294,8 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	    obj_module_attr(&r, mod, "Task", &task_type) ||
 	    py_objmodel_check_asyncio(t->om, t->pid, fut_type, task_type, why, len))
 		return -1;
+	if (t->task_lists)
+		return snapshot314(t, what, a, why, len);
 	if ((ret = collect(&r, mod, "_all_tasks", a)) ||
 	    (ret = collect(&r, mod, "_scheduled_tasks", a)) ||
 	    (ret = collect(&r, mod, "_eager_tasks", a)) || (ret = collect_current(&r, mod, a))) {
@@ -358,8 +362,6 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 	uint64_t mod, type, init;
 	int ret;
 
-	if (!t->om && PYV_MINOR_OF(t->version) == PYV(3, 14))
-		return py314_task_init(t, path, len, offset);
 	if (objread_init(&r, t))
 		return -ENOTSUP;
 	if ((ret = obj_module(&r, "_asyncio", &mod)) ||
@@ -369,11 +371,9 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 	if ((ret = procmaps_read(t->pid, &maps)))
 		return ret;
 	pm = procmaps_find(&maps, init);
-	if (!pm || !pm->path[0] || pm->path[0] != '/' || !strchr(pm->perms, 'x'))
+	if (!pm || !strchr(pm->perms, 'x'))
 		ret = -ENOENT;
-	else if (snprintf(path, len, "/proc/%d/root%s", t->pid, pm->path) >= (int)len)
-		ret = -ENAMETOOLONG;
-	else
+	else if (!(ret = procmap_file(t->pid, pm, path, len)))
 		*offset = init - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;
@@ -438,7 +438,7 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 	return 0;
 }
 
-/* 3.14: a pending task sits on its thread's list (its interpreter's once the thread is
+/* 3.14+: a pending task sits on its thread's list (its interpreter's once the thread is
  * gone), and names its awaiters itself in fut_awaited_by: one object, or a set of them. */
 static int list_tasks(pid_t pid, uint64_t head, const struct py314_asyncio *o, struct atasks *a)
 {
@@ -487,15 +487,12 @@ static int snapshot314(const struct py_target *t, unsigned int what, struct atas
 	uint64_t interp = 0, ts;
 	int ret;
 
-	ret = py314_asyncio(t, &o, why, len);
-	if (ret == -ENOENT)
-		return 0; /* _asyncio not loaded: no tasks */
-	if (ret)
+	if (py314_asyncio(t, &o, why, len)) {
+		a->asyncio = 0;
 		return -1;
-	a->asyncio = 1;
-	if (mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp)))
-		interp = 0;
-	for (int ni = 0; interp && ni < MAX_THREADS; ni++) {
+	}
+	ret = mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp));
+	for (int ni = 0; !ret && interp && ni < MAX_THREADS; ni++) {
 		ret = list_tasks(t->pid, interp + o.interp_tasks_head, &o, a);
 		ts = 0;
 		if (!ret && mem_read(t->pid, interp + l->interp_tstate_head, &ts, sizeof(ts)))

@@ -4,34 +4,6 @@
 /* clang-format off */
 #include "py_layouts_table.h"
 
-/* _Py_DebugOffsets of the 3.13.0 headers */
-static const struct py_debug_field debug_fields_3_13_0[] = {
-	PY_DEBUG_FIELD("runtime_state.interpreters_head", 40, runtime_interp_head),
-	PY_DEBUG_FIELD("interpreter_state.next", 64, interp_next),
-	PY_DEBUG_FIELD("interpreter_state.threads_head", 72, interp_tstate_head),
-	PY_DEBUG_FIELD("thread_state.next", 168, tstate_next),
-	PY_DEBUG_FIELD("thread_state.thread_id", 192, tstate_thread_id),
-	PY_DEBUG_FIELD("thread_state.native_thread_id", 200, tstate_native_id),
-	PY_DEBUG_FIELD("thread_state.current_frame", 184, tstate_frame),
-	PY_DEBUG_FIELD("interpreter_frame.previous", 232, frame_back),
-	PY_DEBUG_FIELD("interpreter_frame.executable", 240, frame_code),
-	PY_DEBUG_FIELD("interpreter_frame.instr_ptr", 248, frame_lasti),
-	PY_DEBUG_FIELD("interpreter_frame.owner", 264, frame_owner),
-	PY_DEBUG_FIELD("code_object.size", 272, code_size),
-	PY_DEBUG_FIELD("code_object.filename", 280, code_filename),
-	PY_DEBUG_FIELD("code_object.name", 288, code_name),
-	PY_DEBUG_FIELD("code_object.qualname", 296, code_qualname),
-	PY_DEBUG_FIELD("code_object.linetable", 304, code_linetable),
-	PY_DEBUG_FIELD("code_object.firstlineno", 312, code_firstlineno),
-	PY_DEBUG_FIELD("code_object.co_code_adaptive", 344, code_code),
-	PY_DEBUG_FIELD("pyobject.ob_type", 360, object_type),
-	PY_DEBUG_FIELD("bytes_object.ob_size", 520, bytes_size),
-	PY_DEBUG_FIELD("bytes_object.ob_sval", 528, bytes_sval),
-	PY_DEBUG_FIELD("unicode_object.state", 544, unicode_state),
-	PY_DEBUG_FIELD("unicode_object.length", 552, unicode_length),
-	PY_DEBUG_FIELD("unicode_object.asciiobject_size", 560, unicode_ascii_size),
-};
-
 const struct py_layout py_layout_table[] = {
 	{
 		/* 3.8.18 headers */
@@ -258,17 +230,3 @@ const struct py_layout py_layout_table[] = {
 };
 
 const unsigned int py_layout_table_len = sizeof(py_layout_table) / sizeof(py_layout_table[0]);
-
-const struct py_debug_desc py_debug_descs[] = {
-	{
-		.minor = PYV(3, 13),
-		.size = 584,
-		.cookie_pos = 0,
-		.version_pos = 8,
-		.free_threaded_pos = 16,
-		.nfields = sizeof(debug_fields_3_13_0) / sizeof(debug_fields_3_13_0[0]),
-		.fields = debug_fields_3_13_0,
-	},
-};
-
-const unsigned int py_debug_descs_len = sizeof(py_debug_descs) / sizeof(py_debug_descs[0]);

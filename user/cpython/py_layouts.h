@@ -16,13 +16,8 @@
 #define PYV_LEVEL(v)	  ((v) >> 4 & 0xf) /* 0xA alpha, 0xB beta, 0xC rc, 0xF final */
 #define PYV_MINOR_OF(v)	  ((v)&0xffff0000u)
 
-/* Layout for a release, or NULL (unsupported) with a one-line reason in why. */
+/* Layout for a release line up to 3.12 (3.13+ describe themselves: pydebug.h; 3.13's entry
+ * is kept to check that decoding against), or NULL with a one-line reason in why. */
 const struct py_layout *py_layout_find(uint32_t version_hex, char *why, size_t whylen);
-
-/* Cross-checks the layout against the live process where the runtime describes itself
- * (3.13+: _Py_DebugOffsets at the start of _PyRuntime). 0 when it agrees or the version
- * carries no description; -1 with a one-line reason in why on mismatch or read failure. */
-int py_layout_check_runtime(const struct py_layout *l, uint32_t version_hex, pid_t pid,
-			    uint64_t runtime_addr, char *why, size_t whylen);
 
 #endif

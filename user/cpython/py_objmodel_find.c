@@ -24,6 +24,8 @@
  *   3.13  cancelled_exc moves before state, log_tb and blocking become bitfields, dict
  *         and weakreflist go (managed); tasks start with the must_cancel and
  *         log_destroy_pending bitfields and num_cancels_requested, then fut_waiter
+ *   3.14  awaited_by before state, then the chars is_task and awaited_by_is_set; tasks
+ *         end with their llist_node (3.15 as 3.14; .AsyncioDebug checks both)
  * FutureIter is {PyObject_HEAD; FutureObj *future;} in every version. The task wakeup
  * callback is TaskWakeupMethWrapper {PyObject_HEAD; TaskObj *ww_task;} in 3.8-3.9, a
  * builtin method bound to the task (m_self, generated) from 3.10 on.
@@ -42,6 +44,8 @@ static const struct asyncio_layout asyncio_layouts[] = {
 	{ 0x030b00f0, 88, 128, 128, 136, 144, 176, 0 },
 	{ 0x030c00f0, 88, 128, 128, 136, 144, 176, 0 },
 	{ 0x030d00f0, 96, 104, 112, 120, 128, 144, 0 },
+	{ 0x030e00f0, 104, 112, 120, 128, 136, 168, 0 },
+	{ 0x030f00f0, 104, 112, 120, 128, 136, 168, 0 },
 };
 
 #define NLAYOUTS (sizeof(asyncio_layouts) / sizeof(asyncio_layouts[0]))
@@ -53,7 +57,7 @@ static const struct asyncio_layout asyncio_layouts[] = {
 #define FUTUREITER_FUTURE 16
 
 /* functools.partial (Modules/_functoolsmodule.c): {PyObject_HEAD; fn; args; kw; ...} in
- * 3.8-3.13. */
+ * 3.8-3.15. */
 #define PARTIAL_FN   16
 #define PARTIAL_ARGS 24
 

@@ -14,7 +14,7 @@
 #include "procfs.h"
 #include "procmaps.h"
 #include "py_layouts.h"
-#include "py314.h"
+#include "pydebug.h"
 #include "pyproc.h"
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
@@ -140,21 +140,9 @@ static bool name_version(const char *path, int *major, int *minor)
 static int open_mapped(struct inspect *in, const struct procmap *m, struct elf_file **e)
 {
 	char path[PATH_MAX + 64];
-	int err = -ENOENT;
+	int err = procmap_file(in->pid, m, path, sizeof(path));
 
-	/* Through the process' root, so files in containers are found too. */
-	if (!m->deleted) {
-		if (snprintf(path, sizeof(path), "/proc/%d/root%s", (int)in->pid, m->path) >=
-		    (int)sizeof(path))
-			return -ENAMETOOLONG;
-		err = elf_open(path, e);
-		if (err != -ENOENT)
-			return err;
-	}
-	/* Deleted or replaced since it was mapped: the mapping still holds the file. */
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", (int)in->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	return elf_open(path, e);
+	return err ? err : elf_open(path, e);
 }
 
 /* vaddr of _PyRuntime in e, 0 when absent. Without full, only the section and .dynsym
@@ -340,10 +328,48 @@ static uint64_t symbol_addr(struct inspect *in, struct pyelf *py, const char *na
 	return addr;
 }
 
+/* 3.13+: the layout from the runtime's own _Py_DebugOffsets; the object model (dicts, types,
+ * _asyncio) from the line's headers, checked against what the runtime says of it. */
+static enum pyproc_status describe(struct inspect *in, struct py_target *t)
+{
+	struct py_async_layout gen;
+	struct pydbg d;
+	char why[256];
+
+	if (pydbg_read(in->pid, t->proc.runtime, t->version, &d, why, sizeof(why)) ||
+	    pydbg_layout(&d, &t->proc.layout, &gen, why, sizeof(why)))
+		return vanished(in) ? say(in, PYPROC_GONE, "exited while being inspected")
+				    : say(in, PYPROC_UNSUPPORTED, "%s", why);
+	t->task_lists = d.table->facts.task_lists;
+	t->om = py_objmodel_find(t->version);
+	/* without a model that fits, stacks only: nothing to read tasks with */
+	if (!t->om) {
+		snprintf(t->om_why, sizeof(t->om_why), "no object model for Python %s",
+			 t->version_str);
+		return PYPROC_OK;
+	}
+	if (pydbg_check_objmodel(&d, t->om, t->om_why, sizeof(t->om_why))) {
+		t->om = NULL;
+		return PYPROC_OK;
+	}
+	t->proc.async = t->om->async;
+	t->proc.async.yf_kind = gen.yf_kind;
+	t->proc.async.gen_suspended = gen.gen_suspended;
+	t->proc.async.gen_executing = gen.gen_executing;
+	t->proc.async.yf_slots = gen.yf_slots;
+	t->proc.async.gen_frame = gen.gen_frame;
+	t->proc.async.gen_frame_state = gen.gen_frame_state;
+	t->proc.async.frame_stack = gen.frame_stack;
+	t->proc.async.frame_stackdepth = gen.frame_stackdepth;
+	t->proc.async.tuple_items = gen.tuple_items;
+	return PYPROC_OK;
+}
+
 static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, struct py_target *t)
 {
 	const struct py_layout *l;
-	bool self_described;
+	enum pyproc_status st;
+	bool described;
 	char lwhy[256];
 	uint64_t addr, head;
 	int err;
@@ -352,9 +378,9 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	if (err)
 		return say(in, PYPROC_UNSUPPORTED, "CPython in %s, but its version is unknown (%s)",
 			   py->map->path, strerror(-err));
-	self_described = PYV_MINOR_OF(t->version) == PYV(3, 14) && PYV_LEVEL(t->version) == 0xF;
-	l = self_described ? NULL : py_layout_find(t->version, lwhy, sizeof(lwhy));
-	if (!l && !self_described)
+	described = PYV_MINOR_OF(t->version) >= PYV(3, 13) && PYV_LEVEL(t->version) == 0xF;
+	l = described ? NULL : py_layout_find(t->version, lwhy, sizeof(lwhy));
+	if (!l && !described)
 		return say(in, PYPROC_UNSUPPORTED, "%s", lwhy);
 	if (map_vaddr(in, py, py->runtime, &addr))
 		return say(in, PYPROC_ERROR, "_PyRuntime of %s is not mapped", py->map->path);
@@ -367,11 +393,10 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	t->proc.corowrapper_type = symbol_addr(in, py, "_PyCoroWrapper_Type");
 	t->proc.str_type = symbol_addr(in, py, "PyUnicode_Type");
 	t->proc.long_type = symbol_addr(in, py, "PyLong_Type");
-	if (self_described) {
-		/* 3.14 describes its own layout: see py314.h */
-		if (py314_layout(in->pid, t->version, &t->proc, lwhy, sizeof(lwhy)))
-			return vanished(in) ? say(in, PYPROC_GONE, "exited while being inspected")
-					    : say(in, PYPROC_UNSUPPORTED, "%s", lwhy);
+	if (described) {
+		st = describe(in, t);
+		if (st != PYPROC_OK)
+			return st;
 		l = &t->proc.layout;
 	} else {
 		t->proc.layout = *l;
@@ -385,12 +410,6 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 	if (!head)
 		return say(in, PYPROC_NOT_READY, "Python %s runtime not initialised yet",
 			   t->version_str);
-	if (!self_described &&
-	    py_layout_check_runtime(l, t->version, in->pid, t->proc.runtime, lwhy, sizeof(lwhy))) {
-		if (vanished(in))
-			return say(in, PYPROC_GONE, "exited while being inspected");
-		return say(in, PYPROC_UNSUPPORTED, "%s", lwhy);
-	}
 	snprintf(t->binary, sizeof(t->binary), "%s", py->map->path);
 	return PYPROC_OK;
 }

@@ -29,6 +29,8 @@ struct py_target {
 	unsigned long long start_time; /* /proc/PID/stat field 22, tells pid reuse apart */
 	struct py_proc proc;	      /* what the BPF side gets: runtime, type addresses, layouts */
 	const struct py_objmodel *om; /* object model of the version, NULL if none */
+	int task_lists;	  /* 3.14+: tasks are listed per thread, awaiters named by each task */
+	char om_why[192]; /* 3.13+ without om: why (no model, or it disagrees with the runtime) */
 };
 
 /* Inspects pid. On PYPROC_OK fills *t. Otherwise why gets a one-line reason (no

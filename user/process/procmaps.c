@@ -181,3 +181,38 @@ const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr)
 			return &m->v[i];
 	return NULL;
 }
+
+/* A process under chroot in our mount namespace (or in its own mount namespace, made
+ * from a copy of ours) has maps paths that start with its root directory as we see it. */
+static const char *under_root(pid_t pid, const char *mapped)
+{
+	char link[64], root[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	n = readlink(link, root, sizeof(root) - 1);
+	if (n <= 1 || root[0] != '/')
+		return mapped;
+	root[n] = '\0';
+	if (!strncmp(mapped, root, (size_t)n) && mapped[n] == '/')
+		return mapped + n;
+	return mapped;
+}
+
+int procmap_file(pid_t pid, const struct procmap *m, char *path, size_t len)
+{
+	if (m->path[0] != '/')
+		return -ENOENT;
+	if (snprintf(path, len, "/proc/%d/map_files/%llx-%llx", (int)pid,
+		     (unsigned long long)m->start, (unsigned long long)m->end) >= (int)len)
+		return -ENAMETOOLONG;
+	if (!faccessat(AT_FDCWD, path, R_OK, AT_EACCESS))
+		return 0;
+	if (errno != EPERM && errno != EACCES)
+		return -errno;
+	if (m->deleted)
+		return -ENOENT;
+	if (snprintf(path, len, "/proc/%d/root%s", (int)pid, under_root(pid, m->path)) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -35,4 +35,11 @@ void procmaps_free(struct procmaps *m);
 /* The mapping holding addr, or NULL. */
 const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr);
 
+/* Into path, a name of the file that mapping m of process pid maps, for open() and for
+ * uprobes, whatever mount namespace and root the process has: its own file through
+ * /proc/PID/map_files/ (which needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else its
+ * path under /proc/PID/root. 0 or -errno (-ENOENT: anonymous, or deleted and no access
+ * to map_files). */
+int procmap_file(pid_t pid, const struct procmap *m, char *path, size_t len);
+
 #endif

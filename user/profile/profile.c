@@ -27,7 +27,7 @@ struct profile {
 	uint64_t lost;
 	uint64_t period_ns;
 	uint64_t wall_ns, cpu_ns;
-	size_t bytes; /* frames and stacks, roughly */
+	size_t bytes; /* frame names and stack ids; the tables are counted by capacity */
 	int sorted, weighted;
 };
 
@@ -154,8 +154,7 @@ static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name
 	}
 	p->frame_hash[p->nframes] = h;
 	p->frame_slots[j] = p->nframes + 1;
-	p->bytes += sizeof(*s) + sizeof(uint64_t) + 2 * sizeof(uint32_t) + strlen(name) + 1 +
-		    (file ? strlen(file) + 1 : 0);
+	p->bytes += strlen(name) + 1 + (file ? strlen(file) + 1 : 0);
 	return p->nframes++;
 }
 
@@ -339,7 +338,7 @@ static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t coun
 	p->wall_ns += wall_ns;
 	p->cpu_ns += cpu_ns;
 	p->weighted |= wall_ns || cpu_ns;
-	p->bytes += profile_stack_bytes(n);
+	p->bytes += n * sizeof(uint32_t);
 	return 0;
 }
 
@@ -460,7 +459,10 @@ uint64_t profile_lost(const struct profile *p)
 size_t profile_bytes(const struct profile *p, size_t *nstacks)
 {
 	*nstacks = p->nstacks;
-	return p->bytes;
+	/* what is allocated: the tables grow by doubling, so up to twice what they hold */
+	return p->bytes + p->frames_cap * (sizeof(*p->frames) + sizeof(*p->frame_hash)) +
+	       p->frame_slots_cap * sizeof(*p->frame_slots) + p->stacks_cap * sizeof(*p->stacks) +
+	       p->stack_slots_cap * sizeof(*p->stack_slots);
 }
 
 void profile_print_frame(FILE *f, const struct frame_sym *s)

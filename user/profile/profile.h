@@ -89,7 +89,8 @@ int profile_add_capped(struct profile *p, const uint32_t *ids, uint32_t n, uint6
 /* Bytes a new stack of n frames takes in the table. */
 size_t profile_stack_bytes(uint32_t n);
 
-/* Memory the frames and stacks take (roughly), and how many stacks there are. */
+/* Memory the profile has allocated (its tables by capacity), and how many stacks there
+ * are. */
 size_t profile_bytes(const struct profile *p, size_t *nstacks);
 
 /* The container label of a stack (its process frame's), NULL on the host. */

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "mcshm.h"
 #include "memread.h"
+#include "procmaps.h"
 #include "ureader.h"
 #include "vmwalk.h"
 
@@ -155,29 +157,38 @@ static struct utarget *find(struct ureader *u, pid_t pid)
 	return NULL;
 }
 
-/* Does pid map this very file (the library's memory, not a stale file of an earlier
- * process with the same pid)? A process without the library's handler would be killed
- * by the profiling signal. */
-static int maps_file(pid_t pid, const char *path)
+/* Opens the library's memory file that pid maps: that very file, not a stale one of an
+ * earlier process with the same pid (a process without the library's handler would be
+ * killed by the profiling signal). Through the mapping, so that it is found whatever
+ * mount namespace and root the process has. -1 and errno when it maps none. */
+static int open_mapped(pid_t pid, const char *name)
 {
-	char mpath[64], line[4096];
-	size_t plen = strlen(path);
-	int found = 0;
-	FILE *f;
+	char path[PATH_MAX + 64];
+	struct procmaps maps;
+	size_t nl = strlen(name);
+	int err, fd = -1;
 
-	snprintf(mpath, sizeof(mpath), "/proc/%d/maps", pid);
-	f = fopen(mpath, "re");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		size_t l = strlen(line);
-
-		if (l > plen && line[l - 1] == '\n' && !strncmp(line + l - 1 - plen, path, plen) &&
-		    line[l - 2 - plen] == ' ')
-			found = 1;
+	if ((err = procmaps_read(pid, &maps))) {
+		errno = -err;
+		return -1;
 	}
-	fclose(f);
-	return found;
+	err = -ENOENT;
+	for (size_t i = 0; i < maps.n && err == -ENOENT; i++) {
+		const char *p = maps.v[i].path;
+		size_t l = strlen(p);
+
+		if (maps.v[i].deleted || l < nl || strcmp(p + l - nl, name))
+			continue;
+		err = procmap_file(pid, &maps.v[i], path, sizeof(path));
+	}
+	procmaps_free(&maps);
+	if (err) {
+		errno = -err;
+		return -1;
+	}
+	/* /dev/shm is anyone's: no symlink there, but map_files' entries are links */
+	fd = open(path, O_RDWR | O_CLOEXEC | (strstr(path, "/map_files/") ? 0 : O_NOFOLLOW));
+	return fd;
 }
 
 /* Removes the memory files of processes that are gone (killed before their exit). */
@@ -211,12 +222,7 @@ static int open_shm(struct utarget *t, char *why, size_t len)
 
 	remove_stale();
 	snprintf(path, sizeof(path), MC_PATH, t->pid);
-	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && !maps_file(t->pid, path)) {
-		close(fd);
-		fd = -1;
-		errno = ENOENT;
-	}
+	fd = open_mapped(t->pid, path);
 	if (fd < 0) {
 		snprintf(why, len,
 			 "pid %d: no memcpy reader in it (%s: %s); start it with "

@@ -39,6 +39,9 @@ struct recorder {
 	} warned[WARNED]; /* the last processes warned about as unsupported */
 	size_t nwarned;
 	char first_unexamined[512];
+	/* processes whose tasks, or whose task creation, could not be read, and the first why */
+	uint64_t tasks_off, origins_off;
+	char tasks_off_why[512], origins_off_why[512];
 	struct discover *disc; /* -a: the /proc scan */
 	int scan_ms;	       /* between /proc scans and reaps */
 	double start, next_scan, next_status;

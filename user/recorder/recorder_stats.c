@@ -68,6 +68,18 @@ static double hist_median(const uint64_t *h)
 	return 0;
 }
 
+/* Processes profiled without their asyncio tasks, or without task creation watched: none
+ * is a silent answer. */
+static void print_task_support(const struct recorder *a, FILE *f)
+{
+	fprintf(f, "processes without asyncio tasks: %llu%s%s%s\n",
+		(unsigned long long)a->tasks_off, a->tasks_off ? " (first: " : "", a->tasks_off_why,
+		a->tasks_off ? ")" : "");
+	fprintf(f, "processes without task creation watched: %llu%s%s%s\n",
+		(unsigned long long)a->origins_off, a->origins_off ? " (first: " : "",
+		a->origins_off_why, a->origins_off ? ")" : "");
+}
+
 static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 {
 	struct ureader_stats st;
@@ -95,6 +107,7 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 		fprintf(f, "faults caught: %llu\nhandler runs unattached: %llu\n",
 			(unsigned long long)st.faults, (unsigned long long)st.idle);
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
+	print_task_support(a, f);
 	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
@@ -135,6 +148,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 			   "tick)\n");
 	else
 		fprintf(f, "bpf run time per sample: unavailable\n");
+	fprintf(f, "bpf walker: %s\n", sampler_variant(a->sampler));
 	if (st.stat[STAT_PYTHON]) {
 		fprintf(f, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
@@ -146,6 +160,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		"task-creation probes not attached: %llu (the process exited or exec'd "
 		"meanwhile)\n",
 		(unsigned long long)a->origins_gone);
+	print_task_support(a, f);
 	fprintf(f,
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",

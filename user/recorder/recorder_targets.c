@@ -66,6 +66,9 @@ static bool watch_creations(struct recorder *a, struct target *tg)
 		"warning: pid %d: cannot watch task creation (%s); tasks whose creator returned "
 		"are shown as roots",
 		tg->t.pid, strerror(-ret));
+	if (!a->origins_off++)
+		snprintf(a->origins_off_why, sizeof(a->origins_off_why), "pid %d: %s", tg->t.pid,
+			 strerror(-ret));
 	return false;
 }
 
@@ -101,6 +104,8 @@ void targets_refresh(struct recorder *a)
 			tg->async_off = 1;
 			recorder_say(a, "warning: %s; its stacks are shown without asyncio tasks",
 				     why);
+			if (!a->tasks_off++)
+				snprintf(a->tasks_off_why, sizeof(a->tasks_off_why), "%s", why);
 			continue;
 		}
 		tg->async_fails = 0;

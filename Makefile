@@ -33,7 +33,7 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
 .PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels
-.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak test-repeat
+.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
@@ -70,6 +70,8 @@ $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 
 # the live view draws with ncursesw (Debian's libncurses-dev)
 $(OUT)/asyncbpf-top: LDLIBS += -lncursesw
+# only the agent talks HTTP (user/ship/pyroscope.c)
+$(OUT)/asyncbpf-agent: LDLIBS += -lcurl
 
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
@@ -129,9 +131,13 @@ N ?= 5
 test-repeat: all
 	@PYTEST="$(PYTEST)" tools/test-repeat.sh "$(N)" $(OUT)/test-repeat $(TESTS)
 
-# 10 minutes at 999 Hz with process churn; the profiler's RSS must stay flat. Not in test.
+# 10 minutes at 999 Hz with process churn, for asyncbpf-record then asyncbpf-agent; the
+# profiler's RSS must stay flat. Not in test. soak-agent: the agent's alone.
 soak: all
 	ASYNCBPF_SOAK=1 $(PYTEST) -v -s -rs tests/integration/test_soak.py
+
+soak-agent: all
+	ASYNCBPF_SOAK=1 $(PYTEST) -v -s -rs tests/integration/test_soak.py -k agent
 
 # Fuzzing: each tests/fuzz/fuzz_NAME.c is a libFuzzer target with its seed corpus in
 # tests/fuzz/corpus/fuzz_NAME/. They are built with clang into build-fuzz/, against a

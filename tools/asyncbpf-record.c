@@ -71,6 +71,56 @@ static void handle_signals(void)
 
 #define err(...) recorder_error("asyncbpf-record", __VA_ARGS__)
 
+/* One of asyncbpf-record's own options: 0, or -1 (said). */
+static int record_option(void *ctx, int c, char *arg)
+{
+	struct opts *o = ctx;
+	char *end;
+
+	switch (c) {
+	case 'd':
+		errno = 0;
+		o->duration = strtod(arg, &end);
+		if (*end || end == arg || errno || !(o->duration > 0) || o->duration > 31536000) {
+			err("invalid duration '%s' (seconds, more than 0)", arg);
+			return -1;
+		}
+		break;
+	case 'o':
+		o->output = arg;
+		break;
+	case 'f':
+		if (writer_format(arg, &o->format)) {
+			err("unknown format '%s' (known: %s)", arg, writer_formats());
+			return -1;
+		}
+		o->format_set = true;
+		break;
+	case 's':
+		o->stats = o->r.run_stats = true;
+		break;
+	case 'm': {
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(arg, &end, 8);
+		if (*end || end == arg || errno || v > 0777 || arg[0] == '-') {
+			err("invalid mode '%s' (octal permissions, 0 to 0777)", arg);
+			return -1;
+		}
+		o->mode = (unsigned int)v;
+		break;
+	}
+	case 'h':
+		printf(usage, recorder_cli_help);
+		exit(0);
+	default:
+		err("unknown option (see --help)");
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
@@ -83,66 +133,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char *end;
-	int c, taken;
 
 	o->r.prog = "asyncbpf-record";
 	recorder_cli_init(&o->cli, &o->r, 99);
 	o->format = OUT_COLLAPSED;
 	o->mode = OUTFILE_MODE;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":" RECORDER_CLI_SHORTOPTS "d:o:h", longopts, NULL)) !=
-	       -1) {
-		taken = recorder_cli_option(&o->cli, &o->r, c, optarg);
-		if (taken < 0)
-			return -1;
-		if (taken)
-			continue;
-		switch (c) {
-		case 'd':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (*end || end == optarg || errno || !(o->duration > 0) ||
-			    o->duration > 31536000) {
-				err("invalid duration '%s' (seconds, more than 0)", optarg);
-				return -1;
-			}
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case 'f':
-			if (writer_format(optarg, &o->format)) {
-				err("unknown format '%s' (known: %s)", optarg, writer_formats());
-				return -1;
-			}
-			o->format_set = true;
-			break;
-		case 's':
-			o->stats = o->r.run_stats = true;
-			break;
-		case 'm': {
-			unsigned long v;
-
-			errno = 0;
-			v = strtoul(optarg, &end, 8);
-			if (*end || end == optarg || errno || v > 0777 || optarg[0] == '-') {
-				err("invalid mode '%s' (octal permissions, 0 to 0777)", optarg);
-				return -1;
-			}
-			o->mode = (unsigned int)v;
-			break;
-		}
-		case 'h':
-			printf(usage, recorder_cli_help);
-			exit(0);
-		default:
-			return recorder_cli_bad_option(&o->r, c, argv);
-		}
-	}
-	if (recorder_cli_no_args(&o->r, argc, argv))
-		return -1;
-	if (recorder_cli_finish(&o->cli, &o->r))
+	if (recorder_cli_parse(&o->cli, &o->r, argc, argv, "d:o:h", longopts, record_option, o) ||
+	    recorder_cli_finish(&o->cli, &o->r))
 		return -1;
 	if (!o->format_set)
 		o->format = writer_guess(o->output);

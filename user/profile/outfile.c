@@ -9,17 +9,38 @@
 
 #include "outfile.h"
 
-/* The directory part of path, opened without following any symlink on the way: a
- * symlink an unprivileged user planted (in /tmp, say) must not redirect a root write. */
-static int open_dir(const char *path, char *base, size_t baselen, char *why, size_t whylen)
+/* A directory opened without following any symlink on the way: a symlink an
+ * unprivileged user planted (in /tmp, say) must not redirect a root write. */
+static int resolve_dir(const char *dir, int flags, char *why, size_t whylen)
 {
 	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.flags = flags | O_DIRECTORY | O_CLOEXEC,
 		.resolve = RESOLVE_NO_SYMLINKS,
 	};
+	int fd;
+
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(dir, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP)
+		snprintf(why, whylen,
+			 "output directory %s is reached through a symlink; give its real path",
+			 dir);
+	else if (fd < 0)
+		snprintf(why, whylen, "output directory %s: %s", dir, strerror(errno));
+	return fd;
+}
+
+int outfile_opendir(const char *dir, char *why, size_t whylen)
+{
+	return resolve_dir(dir, O_RDONLY, why, whylen);
+}
+
+/* The directory part of path, opened as resolve_dir() does. */
+static int open_dir(const char *path, char *base, size_t baselen, char *why, size_t whylen)
+{
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
-	int fd;
 
 	if (slash && slash[1] == 0) {
 		snprintf(why, whylen, "output %s names a directory", path);
@@ -39,16 +60,7 @@ static int open_dir(const char *path, char *base, size_t baselen, char *why, siz
 		snprintf(why, whylen, "bad output file name %s", path);
 		return -1;
 	}
-	fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS)
-		fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ELOOP)
-		snprintf(why, whylen,
-			 "output directory %s is reached through a symlink; give its real path",
-			 dir);
-	else if (fd < 0)
-		snprintf(why, whylen, "output directory %s: %s", dir, strerror(errno));
-	return fd;
+	return resolve_dir(dir, O_PATH, why, whylen);
 }
 
 /* The final name may be absent or a regular file, which rename replaces. */

@@ -35,4 +35,9 @@ int outfile_commit(struct outfile *o, char *why, size_t whylen);
 /* Removes the temporary file. */
 void outfile_abort(struct outfile *o);
 
+/* The directory dir opened for reading (O_RDONLY | O_DIRECTORY), with no symlink
+ * followed on the way: for listing and removing files in it as root. An fd, or -1 with a
+ * one-line reason in why. */
+int outfile_opendir(const char *dir, char *why, size_t whylen);
+
 #endif

@@ -262,6 +262,8 @@ static void sample(struct enc *e, struct profile *prof, const struct stack_ent *
 	pb_field_msg(&m, SAMPLE_VALUE, &packed);
 	pb_buf_free(&packed);
 
+	if (meta && meta->no_sample_labels)
+		goto done;
 	stack_labels(prof, st, &l);
 	if (l.process) {
 		label_num(e, &m, "pid", l.process->line);
@@ -279,6 +281,7 @@ static void sample(struct enc *e, struct profile *prof, const struct stack_ent *
 		if (c && *c)
 			label_str(e, &m, "container", c);
 	}
+done:
 	pb_field_msg(&e->out, PROFILE_SAMPLE, &m);
 	pb_buf_free(&m);
 }
@@ -340,25 +343,19 @@ int pprof_encode(struct profile *prof, const struct writer_meta *meta, uint8_t *
 	return 0;
 }
 
-int write_pprof(FILE *f, struct profile *prof, const struct writer_meta *meta)
+int pprof_gzip(FILE *f, const uint8_t *raw, size_t len)
 {
 	z_stream z = {};
-	uint8_t *raw, chunk[65536];
-	size_t len;
+	uint8_t chunk[65536];
 	int ret;
 
-	if (pprof_encode(prof, meta, &raw, &len)) {
-		errno = ENOMEM;
-		return -1;
-	}
 	/* 16 + window bits: a gzip header and trailer */
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(raw);
 		errno = ENOMEM;
 		return -1;
 	}
-	z.next_in = raw;
+	z.next_in = (uint8_t *)raw;
 	do {
 		size_t chunk_in = len > (1u << 30) ? 1u << 30 : len;
 
@@ -372,10 +369,24 @@ int write_pprof(FILE *f, struct profile *prof, const struct writer_meta *meta)
 		} while (z.avail_out == 0);
 	} while (len);
 	deflateEnd(&z);
-	free(raw);
 	if (ret != Z_STREAM_END) {
 		errno = EIO;
 		return -1;
 	}
 	return ferror(f) ? -1 : 0;
+}
+
+int write_pprof(FILE *f, struct profile *prof, const struct writer_meta *meta)
+{
+	uint8_t *raw;
+	size_t len;
+	int ret;
+
+	if (pprof_encode(prof, meta, &raw, &len)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	ret = pprof_gzip(f, raw, len);
+	free(raw);
+	return ret;
 }

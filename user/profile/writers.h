@@ -34,7 +34,8 @@ struct writer_meta {
 	const char *(*container)(void *ctx, int pid);
 	void *container_ctx;
 	bool has_mode;
-	mode_t mode; /* of a new output file, when has_mode (else 0600) */
+	mode_t mode;	       /* of a new output file, when has_mode (else 0600) */
+	bool no_sample_labels; /* pprof: no pid, tid, process, thread, task labels */
 };
 
 /* Writes prof to path (NULL or "-": stdout). A new file is written with user/profile/outfile.c:
@@ -57,6 +58,9 @@ int write_collapsed(FILE *f, struct profile *prof);
 int write_pprof(FILE *f, struct profile *prof, const struct writer_meta *meta);
 /* The profile.proto message, not compressed, in a malloc'ed buffer; -ENOMEM on failure. */
 int pprof_encode(struct profile *prof, const struct writer_meta *meta, uint8_t **out, size_t *len);
+/* Writes len bytes gzip-compressed to f (write_pprof is pprof_encode then this); 0 or -1
+ * with errno. */
+int pprof_gzip(FILE *f, const uint8_t *raw, size_t len);
 /* speedscope's JSON file format: one sampled profile per thread. */
 int write_speedscope(FILE *f, struct profile *prof, const struct writer_meta *meta);
 /* One self-contained HTML page with an interactive flame graph. */

@@ -163,6 +163,26 @@ int recorder_cli_no_args(const struct recorder_opts *o, int argc, char **argv)
 	return 0;
 }
 
+int recorder_cli_parse(struct recorder_cli *cli, struct recorder_opts *o, int argc, char **argv,
+		       const char *shortopts, const struct option *longopts,
+		       int (*tool)(void *ctx, int opt, char *arg), void *ctx)
+{
+	char optstring[128];
+	int c, taken;
+
+	/* ':' first: a missing value is told apart from an unknown option */
+	snprintf(optstring, sizeof(optstring), ":%s%s", RECORDER_CLI_SHORTOPTS, shortopts);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		if (c == ':' || c == '?')
+			return recorder_cli_bad_option(o, c, argv);
+		taken = recorder_cli_option(cli, o, c, optarg);
+		if (taken < 0 || (!taken && tool(ctx, c, optarg)))
+			return -1;
+	}
+	return recorder_cli_no_args(o, argc, argv);
+}
+
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o)
 {
 	if (cli->all && o->npids)

@@ -48,6 +48,13 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 int recorder_cli_bad_option(const struct recorder_opts *o, int opt, char **argv);
 /* -1 (said on stderr) when arguments are left after the options, else 0. */
 int recorder_cli_no_args(const struct recorder_opts *o, int argc, char **argv);
+/* getopt_long over argv with the shared options and a tool's own (shortopts, longopts):
+ * the shared ones are taken, every other one goes to tool(ctx, opt, optarg), which
+ * returns 0 or -1 (bad, said). A missing value, an unknown option and a stray argument
+ * are said on stderr. 0, or -1. */
+int recorder_cli_parse(struct recorder_cli *cli, struct recorder_opts *o, int argc, char **argv,
+		       const char *shortopts, const struct option *longopts,
+		       int (*tool)(void *ctx, int opt, char *arg), void *ctx);
 /* After the last option: conflicts between options (said on stderr, -1), and defaults
  * that depend on others. */
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o);

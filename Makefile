@@ -32,7 +32,7 @@ HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all deps trees test unit integration demo clean vmlinux layouts format
+.PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
@@ -49,6 +49,9 @@ trees:
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(OUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# the bounded-loop variant of the sampler is sampler.bpf.c compiled with PW_BOUNDED_LOOPS
+$(OUT)/sampler_bounded.bpf.o: bpf/sampler.bpf.c
+
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
@@ -64,6 +67,9 @@ $(LIB): $(USER_OBJS)
 
 $(OUT)/%: tools/%.c $(LIB) $(HEADERS)
 	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+# the live view draws with ncursesw (Debian's libncurses-dev)
+$(OUT)/asyncbpf-top: LDLIBS += -lncursesw
 
 $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
@@ -87,7 +93,17 @@ test: deps
 	$(MAKE) unit
 	$(MAKE) fuzz-replay
 	$(MAKE) integration
+	$(MAKE) test-kernels
 	$(MAKE) test-sanitize
+
+# Debian's kernels of bullseye (5.10), bookworm (6.1), trixie (6.12) and sid booted under
+# qemu, each running a smoke subset (tests/kernels/); the kernels are cached in
+# $${ASYNCBPF_CACHE:-$${XDG_CACHE_HOME:-~/.cache}/asyncbpf}/kernels, the results and a
+# summary (times, walker cost) go to build/kernels/.
+test-kernels: all
+	rm -f $(OUT)/kernels/summary.txt
+	$(PYTEST) -v -rs --durations=0 tests/kernels/test_kernels.py
+	@cat $(OUT)/kernels/summary.txt
 
 # The userspace (library, tools, unit tests) built with ASan and UBSan into build-san/;
 # the unit tests and the integration suite then run against those binaries. For time, the

@@ -19,7 +19,24 @@
 #ifdef __bpf__
 #define PW_INLINE		__always_inline
 #define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
-#define PW_LOOP(max, fn, ctx)	bpf_loop(max, fn, ctx, 0)
+#ifndef PW_BOUNDED_LOOPS
+#define PW_LOOP(max, fn, ctx) bpf_loop(max, fn, ctx, 0)
+#else
+/* A kernel without bpf_loop (before 5.17): the includer defines, for each step function
+ * fn, pw_bounded_fn(max, ctx) running it in a bounded loop (see bpf/pwbounded.h). */
+#define PW_LOOP(max, fn, ctx) pw_bounded_##fn(max, ctx)
+struct pw_find;
+struct pw_walk;
+struct pw_coro;
+struct pw_running;
+struct pw_tasks;
+static __always_inline void pw_bounded_pw_find_step(__u32 max, struct pw_find *ctx);
+static __always_inline void pw_bounded_pw_walk_step(__u32 max, struct pw_walk *ctx);
+static __always_inline void pw_bounded_pw_coro_step(__u32 max, struct pw_coro *ctx);
+static __always_inline void pw_bounded_pw_running_step(__u32 max, struct pw_running *ctx);
+static __always_inline void pw_bounded_pw_in_chain_step(__u32 max, struct pw_tasks *ctx);
+static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *ctx);
+#endif
 #else
 #include <string.h>
 #define PW_INLINE inline __attribute__((unused))
@@ -620,7 +637,6 @@ struct pw_tasks {
 	__u32 own;	    /* walk the first task's coroutine too: it is suspended */
 	__u64 cur, cur_coro, cur_serial;
 	__u32 cur_flags;
-	const struct task_link *link; /* how cur was reached, NULL for the running task */
 };
 
 static long pw_in_chain_step(__u32 i, void *ctx)
@@ -642,7 +658,7 @@ static long pw_task_step(__u32 i, void *ctx)
 	struct pw_tasks *w = ctx;
 	const struct py_proc *p = w->p;
 	const struct task_link *link;
-	struct task_rec *t;
+	struct task_rec *t, *next;
 	__u32 n = w->n, flags = 0, nf = 0;
 	__u64 awaited;
 
@@ -657,15 +673,8 @@ static long pw_task_step(__u32 i, void *ctx)
 	t->first = w->used;
 	t->nframes = 0;
 	w->n = n + 1;
-	if (w->cur_flags & TASK_ENDED) {
-		/* gone: the name its creation link recorded, if any */
-		t->name_kind = NAME_NONE;
-		if (w->link) {
-			t->name_kind = w->link->name_kind;
-			__builtin_memcpy(t->name, w->link->name, TASK_NAME_LEN);
-		}
-		return 1;
-	}
+	if (w->cur_flags & TASK_ENDED)
+		return 1; /* gone: its name is the one the link to it recorded */
 	t->name_obj = pw_copy_name(p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
 	if (w->cur_flags & TASK_CYCLE)
 		return 1;
@@ -686,13 +695,18 @@ static long pw_task_step(__u32 i, void *ctx)
 		t->flags |= TASK_MORE;
 		return 1;
 	}
-	w->link = link;
 	w->cur = link->parent;
 	w->cur_coro = link->parent_coro;
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	if (!pw_task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial))
+	if (!pw_task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial)) {
+		/* copied now: no pointer is kept from one step to the next (the bounded
+		 * loops keep their state in a map) */
 		w->cur_flags |= TASK_ENDED;
+		next = &w->smp->tasks[(n + 1) & (MAX_TASKS - 1)];
+		next->name_kind = link->name_kind;
+		__builtin_memcpy(next->name, link->name, TASK_NAME_LEN);
+	}
 	PW_LOOP(MAX_TASKS, pw_in_chain_step, w);
 	return 0;
 }
@@ -723,5 +737,14 @@ static PW_INLINE int pw_walk_tasks(const struct py_proc *p, __u32 pid, struct py
 	smp->hdr.ncoro = w.used - smp->hdr.nframes;
 	return 1;
 }
+
+/* The state of each loop while it runs, for bounded loops that keep it in a map
+ * (bpf/pwbounded.h); a task's coroutine walk nests in the task walk. */
+struct pw_loops {
+	struct pw_find find;
+	struct pw_walk walk;
+	struct pw_coro coro;
+	struct pw_tasks tasks;
+};
 
 #endif

@@ -32,15 +32,38 @@ const volatile bool reject_for_test = false;
 struct scratch {
 	struct py_sample s;
 	struct pw_scratch pw;
+	struct py_proc proc; /* the walked process's, copied: see pwbounded.h */
+	struct pw_loops loops;
+	__u64 serials; /* tasks numbered on this CPU (task_init) */
 };
 
 /* [0] for samples, [1] for task creation (a uprobe may run under a sample on the CPU) */
+#define SCRATCH_SAMPLE 0
+#ifndef PW_BOUNDED_LOOPS
+#define SCRATCH_TASK_INIT 1
+#else
+/* pwbounded.h's steps find their state in [0]; a kernel without bpf_loop runs no tracing
+ * program under another on a CPU (bpf_prog_active), so task creation can use it too */
+#define SCRATCH_TASK_INIT 0
+#endif
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
+
+#ifdef PW_BOUNDED_LOOPS
+static __always_inline struct scratch *pw_bounded_scratch(void)
+{
+	__u32 slot = SCRATCH_SAMPLE;
+
+	return bpf_map_lookup_elem(&scratch, &slot);
+}
+
+#include "pwbounded.h"
+#endif
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -62,8 +85,9 @@ struct {
 	__uint(max_entries, RB_BYTES);
 } events SEC(".maps");
 
-/* serials of tasks seen created; userspace numbers the others from SERIAL_USER up */
-__u64 next_serial;
+/* serials of tasks seen created: a count per CPU (no 64-bit atomic fetch-and-add before
+ * 5.12) times 8192 plus the CPU; userspace numbers the others from SERIAL_USER up */
+#define SERIAL_CPUS 8192
 
 static __always_inline void stat_inc(__u32 idx)
 {
@@ -115,24 +139,30 @@ SEC("uprobe")
 int BPF_KPROBE(task_init, __u64 self, __u64 args)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, one = 1;
+	__u32 pid = id >> 32, slot = SCRATCH_TASK_INIT;
 	struct pw_running f = {};
 	struct task_key key = { .pid = pid };
 	struct task_link link = { .kind = LINK_ORIGIN };
 	struct task_id id_new;
-	struct py_proc *p = bpf_map_lookup_elem(&procs, &pid);
+	struct py_proc *proc = bpf_map_lookup_elem(&procs, &pid);
+	const struct py_proc *p;
 	struct scratch *sc;
 	__s64 nargs = 0;
 	__u64 coro = 0;
 
-	if (!p || !p->async.yf_kind || !p->async.tuple_items)
+	if (!proc || !proc->async.yf_kind || !proc->async.tuple_items)
 		return 0;
+	sc = bpf_map_lookup_elem(&scratch, &slot);
+	if (!sc)
+		return 0;
+	sc->proc = *proc;
+	p = &sc->proc;
 	/* PyTupleObject: ob_size at 16 on every supported 64-bit CPython */
 	if (bpf_probe_read_user(&nargs, 8, (void *)(args + 16)) || nargs < 1 ||
 	    bpf_probe_read_user(&coro, 8, (void *)(args + p->async.tuple_items)) || !coro)
 		return 0;
 	id_new.task = self;
-	id_new.serial = __sync_fetch_and_add(&next_serial, 1) + 1;
+	id_new.serial = ++sc->serials * SERIAL_CPUS + bpf_get_smp_processor_id() % SERIAL_CPUS;
 	key.addr = self;
 	bpf_map_update_elem(&task_serials, &key, &id_new.serial, BPF_ANY);
 	/* whatever link this address had belongs to a task that is gone */
@@ -141,8 +171,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	bpf_map_update_elem(&coro_task, &key, &id_new, BPF_ANY);
 	stat_inc(STAT_TASK_CREATED);
 
-	sc = bpf_map_lookup_elem(&scratch, &one);
-	if (!sc || !walk_thread(p, id, sc))
+	if (!walk_thread(p, id, sc))
 		return 0;
 	f.p = p;
 	f.s = &sc->pw;
@@ -165,9 +194,10 @@ SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, zero = 0, flags;
+	__u32 pid = id >> 32, slot = SCRATCH_SAMPLE, flags;
 	__u64 size, wake, t0;
-	struct py_proc *p;
+	struct py_proc *proc;
+	const struct py_proc *p;
 	struct scratch *sc;
 
 	if (reject_for_test)
@@ -175,14 +205,16 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	stat_inc(STAT_SAMPLES);
 	if (!pid)
 		return 0;
-	p = bpf_map_lookup_elem(&procs, &pid);
-	if (!p)
+	proc = bpf_map_lookup_elem(&procs, &pid);
+	if (!proc)
 		return 0;
 	stat_inc(STAT_PYTHON);
 	t0 = bpf_ktime_get_ns();
-	sc = bpf_map_lookup_elem(&scratch, &zero);
+	sc = bpf_map_lookup_elem(&scratch, &slot);
 	if (!sc)
 		return 0;
+	sc->proc = *proc;
+	p = &sc->proc;
 	walk_thread(p, id, sc);
 	flags = sc->s.hdr.flags;
 	if (flags & SAMPLE_NO_TSTATE)

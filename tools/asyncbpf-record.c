@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,6 @@
 #include "recorder.h"
 #include "recorder_cli.h"
 #include "sampler.h"
-#include "status.h"
 #include "writers.h"
 
 /* s a command has to exit by itself after a signal ended the recording (a terminal's
@@ -30,7 +28,7 @@ static const char usage[] =
 	"                       [--container-frame] [--mem-per-process MIB]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
-	"Samples the stacks of Python processes (CPython 3.8-3.14) from BPF.\n"
+	"Samples the stacks of Python processes (CPython 3.8-3.15) from BPF.\n"
 	"\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"
@@ -71,17 +69,7 @@ static void handle_signals(void)
 	signal(SIGHUP, on_signal);
 }
 
-static void err(const char *fmt, ...)
-{
-	va_list ap;
-
-	status_clear();
-	fputs("asyncbpf-record: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
+#define err(...) recorder_error("asyncbpf-record", __VA_ARGS__)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {
@@ -148,18 +136,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'h':
 			printf(usage, recorder_cli_help);
 			exit(0);
-		case ':':
-			err("option '%s' needs a value", argv[optind - 1]);
-			return -1;
 		default:
-			err("unknown option '%s' (see --help)", argv[optind - 1]);
-			return -1;
+			return recorder_cli_bad_option(&o->r, c, argv);
 		}
 	}
-	if (optind < argc) {
-		err("unexpected argument '%s' (see --help)", argv[optind]);
+	if (recorder_cli_no_args(&o->r, argc, argv))
 		return -1;
-	}
 	if (recorder_cli_finish(&o->cli, &o->r))
 		return -1;
 	if (!o->format_set)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "readers.h"
+#include "tables.h"
 #include "writers.h"
 
 #define EXIT_USAGE 1
@@ -201,115 +202,21 @@ fail:
 	return NULL;
 }
 
-static bool keep(struct opts *o, struct profile *p, const struct stack_ent *st)
-{
-	bool pid_ok = !o->pid, task_ok = !o->task, grep_ok = !o->grep;
-
-	for (uint32_t i = 0; i < st->n; i++) {
-		const struct frame_sym *s = profile_frame_sym(p, st->ids[i]);
-
-		if (s->kind == FRAME_PROCESS && s->line == o->pid)
-			pid_ok = true;
-		if (o->task && s->kind == FRAME_TASK && !strcmp(s->name, o->task))
-			task_ok = true;
-		if (o->grep && !grep_ok) {
-			char text[4096];
-
-			frame_text(s, text, sizeof(text));
-			grep_ok = !regexec(&o->re, text, 0, NULL, 0);
-		}
-	}
-	return pid_ok && task_ok && grep_ok;
-}
-
 /* The stacks that pass the filters, in a new profile. */
 static struct profile *filter(struct opts *o, struct profile *in)
 {
+	struct stack_filter f = { .pid = o->pid, .task = o->task, .re = o->grep ? &o->re : NULL };
 	struct profile *out = profile_new();
-	const struct stack_ent *st;
-	size_t n, nframes = profile_nframes(in);
-	uint32_t *map = calloc(nframes + 1, sizeof(*map)), *ids = NULL;
-	uint32_t maxn = 0;
+	size_t n;
 
-	if (!out || !map)
-		goto fail;
-	for (size_t i = 0; i < nframes; i++)
-		map[i] = UINT32_MAX;
-	st = profile_stacks(in, &n);
-	for (size_t i = 0; i < n; i++)
-		if (st[i].n > maxn)
-			maxn = st[i].n;
-	ids = malloc((maxn + 1) * sizeof(*ids));
-	if (!ids)
-		goto fail;
-	profile_set_period(out, profile_period(in));
-	for (size_t i = 0; i < n; i++) {
-		if (!keep(o, in, &st[i]))
-			continue;
-		for (uint32_t k = 0; k < st[i].n; k++) {
-			uint32_t id = st[i].ids[k];
-
-			if (map[id] == UINT32_MAX) {
-				const struct frame_sym *s = profile_frame_sym(in, id);
-
-				map[id] = profile_frame(out, s->kind, s->name, s->file, s->line);
-				if (map[id] == UINT32_MAX)
-					goto fail;
-				profile_set_start_line(out, map[id], s->start_line);
-			}
-			ids[k] = map[id];
-		}
-		if (profile_add(out, ids, st[i].n, st[i].count))
-			goto fail;
-	}
-	free(map);
-	free(ids);
-	return out;
-fail:
-	err("out of memory");
-	free(map);
-	free(ids);
-	profile_free(out);
-	return NULL;
-}
-
-/* A function: Python frames at any line of one (qualname, file); other frames as such. */
-struct func {
-	char *key;
-	uint64_t self, total;
-	size_t last_stack; /* +1: the stack that counted it in total last */
-};
-
-struct ranked {
-	char *key;
-	uint64_t count;
-};
-
-static char *func_key(const struct frame_sym *s)
-{
-	char text[4096], *k;
-
-	if (s->kind != FRAME_PYTHON) {
-		frame_text(s, text, sizeof(text));
-		return strdup(text);
-	}
-	if (asprintf(&k, "%s (%s)", s->name, s->file ? s->file : "?") < 0)
+	/* heaviest first, so that the new profile's frames are numbered in that order */
+	profile_stacks(in, &n);
+	if (!out || profile_merge(out, in, &f, NULL)) {
+		err("out of memory");
+		profile_free(out);
 		return NULL;
-	return k;
-}
-
-static int by_key(const void *a, const void *b)
-{
-	return strcmp(((const struct ranked *)a)->key, ((const struct ranked *)b)->key);
-}
-
-static int by_count_desc(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	return strcmp(x->key, y->key);
+	}
+	return out;
 }
 
 static double pct(uint64_t v, uint64_t total)
@@ -317,74 +224,31 @@ static double pct(uint64_t v, uint64_t total)
 	return total ? 100.0 * v / total : 0;
 }
 
-static void print_ranked(struct ranked *r, size_t n, long top, uint64_t total)
+static void print_row(uint64_t v, uint64_t total, const char *key)
 {
-	qsort(r, n, sizeof(*r), by_count_desc);
-	for (size_t i = 0; i < n && (!top || i < (size_t)top); i++)
-		printf("  %10llu %6.2f%%  %s\n", (unsigned long long)r[i].count,
-		       pct(r[i].count, total), r[i].key);
+	printf("  %10llu %6.2f%%  %s\n", (unsigned long long)v, pct(v, total), key);
 }
 
-static int report_functions(struct profile *p, long top)
+static void report_tables(struct tables *t, long top)
 {
-	size_t n, nframes = profile_nframes(p), nfuncs = 0;
-	const struct stack_ent *st = profile_stacks(p, &n);
-	struct ranked *keys = calloc(nframes + 1, sizeof(*keys)), *r = NULL;
-	uint32_t *func_of = calloc(nframes + 1, sizeof(*func_of));
-	struct func *funcs = calloc(nframes + 1, sizeof(*funcs));
-	uint64_t total = profile_total(p);
-	int ret = -1;
+	size_t lim;
 
-	if (!keys || !func_of || !funcs)
-		goto out;
-	/* group frames by function: sort (key, frame id) pairs */
-	for (size_t i = 0; i < nframes; i++) {
-		keys[i].key = func_key(profile_frame_sym(p, i));
-		keys[i].count = i;
-		if (!keys[i].key)
-			goto out;
-	}
-	qsort(keys, nframes, sizeof(*keys), by_key);
-	for (size_t i = 0; i < nframes; i++) {
-		if (!i || strcmp(keys[i].key, keys[i - 1].key))
-			funcs[nfuncs++].key = keys[i].key;
-		func_of[keys[i].count] = nfuncs - 1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (!st[i].n)
-			continue;
-		funcs[func_of[st[i].ids[st[i].n - 1]]].self += st[i].count;
-		for (uint32_t k = 0; k < st[i].n; k++) {
-			struct func *f = &funcs[func_of[st[i].ids[k]]];
-
-			if (f->last_stack != i + 1) {
-				f->last_stack = i + 1;
-				f->total += st[i].count;
-			}
-		}
-	}
-	r = calloc(nfuncs + 1, sizeof(*r));
-	if (!r)
-		goto out;
-	for (size_t i = 0; i < nfuncs; i++)
-		r[i] = (struct ranked){ funcs[i].key, funcs[i].self };
+	lim = top && (size_t)top < t->nfuncs ? (size_t)top : t->nfuncs;
+	tables_sort_funcs(t, BY_SELF);
 	printf("\nTop functions by self samples:\n  %10s %7s  %s\n", "self", "", "function");
-	print_ranked(r, nfuncs, top, total);
-	for (size_t i = 0; i < nfuncs; i++)
-		r[i] = (struct ranked){ funcs[i].key, funcs[i].total };
+	for (size_t i = 0; i < lim; i++)
+		print_row(t->funcs[i].self, t->total, t->funcs[i].key);
+	tables_sort_funcs(t, BY_TOTAL);
 	printf("\nTop functions by total samples (self and callees):\n  %10s %7s  %s\n", "total",
 	       "", "function");
-	print_ranked(r, nfuncs, top, total);
-	ret = 0;
-out:
-	if (keys)
-		for (size_t i = 0; i < nframes; i++)
-			free(keys[i].key);
-	free(keys);
-	free(func_of);
-	free(funcs);
-	free(r);
-	return ret;
+	for (size_t i = 0; i < lim; i++)
+		print_row(t->funcs[i].total, t->total, t->funcs[i].key);
+	tables_sort_paths(t, false);
+	printf("\nTop task paths (outermost task first: running function), %llu samples in "
+	       "tasks (%.2f%%):\n",
+	       (unsigned long long)t->in_tasks, pct(t->in_tasks, t->total));
+	for (size_t i = 0; i < t->npaths && (!top || i < (size_t)top); i++)
+		print_row(t->paths[i].weight, t->total, t->paths[i].key);
 }
 
 static void report_stacks(struct profile *p, long top)
@@ -403,92 +267,6 @@ static void report_stacks(struct profile *p, long top)
 			printf("        %s\n", text);
 		}
 	}
-}
-
-/* The tasks of a stack from the outermost, and the function running in the innermost. */
-static char *task_path(struct profile *p, const struct stack_ent *st)
-{
-	char *buf = NULL, text[4096];
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	bool any = false;
-
-	if (!m)
-		return NULL;
-	for (uint32_t k = 0; k < st->n; k++) {
-		const struct frame_sym *s = profile_frame_sym(p, st->ids[k]);
-
-		if (s->kind == FRAME_TASK) {
-			frame_text(s, text, sizeof(text));
-			fprintf(m, "%s%s", any ? " -> " : "", text);
-			any = true;
-		}
-	}
-	if (any && st->n) {
-		const struct frame_sym *leaf = profile_frame_sym(p, st->ids[st->n - 1]);
-
-		if (leaf->kind == FRAME_PYTHON)
-			fprintf(m, ": %s", leaf->name);
-		else {
-			frame_text(leaf, text, sizeof(text));
-			fprintf(m, ": %s", text);
-		}
-	}
-	fclose(m);
-	if (!any) {
-		free(buf);
-		return strdup("");
-	}
-	return buf;
-}
-
-static int report_task_paths(struct profile *p, long top)
-{
-	size_t n, nr = 0;
-	const struct stack_ent *st = profile_stacks(p, &n);
-	struct ranked *r = calloc(n + 1, sizeof(*r));
-	uint64_t total = profile_total(p), in_tasks = 0;
-	int ret = -1;
-
-	if (!r)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		char *k = task_path(p, &st[i]);
-
-		if (!k)
-			goto out;
-		if (!*k) {
-			free(k);
-			continue;
-		}
-		r[nr++] = (struct ranked){ k, st[i].count };
-		in_tasks += st[i].count;
-	}
-	qsort(r, nr, sizeof(*r), by_key);
-	/* merge equal paths */
-	{
-		size_t w = 0;
-
-		for (size_t i = 0; i < nr; i++) {
-			if (w && !strcmp(r[w - 1].key, r[i].key)) {
-				r[w - 1].count += r[i].count;
-				free(r[i].key);
-			} else {
-				r[w++] = r[i];
-			}
-		}
-		nr = w;
-	}
-	printf("\nTop task paths (outermost task first: running function), %llu samples in "
-	       "tasks (%.2f%%):\n",
-	       (unsigned long long)in_tasks, pct(in_tasks, total));
-	print_ranked(r, nr, top, total);
-	ret = 0;
-out:
-	for (size_t i = 0; i < nr; i++)
-		free(r[i].key);
-	free(r);
-	return ret;
 }
 
 int main(int argc, char **argv)
@@ -533,10 +311,14 @@ int main(int argc, char **argv)
 		if (profile_period(p))
 			printf(", one every %.3f ms", profile_period(p) / 1e6);
 		printf("\n");
-		if (report_functions(p, o.top) || report_task_paths(p, o.top)) {
+		struct tables t;
+
+		if (tables_build(&t, p, NULL, NULL)) {
 			err("out of memory");
 			rc = EXIT_INPUT;
 		} else {
+			report_tables(&t, o.top);
+			tables_free(&t);
 			report_stacks(p, o.top);
 		}
 	}

@@ -23,7 +23,7 @@
 static const char usage[] =
 	"usage: asyncbpf-tasks [--watch SECONDS] PID\n"
 	"\n"
-	"Prints the asyncio tasks of a Python process (CPython 3.8-3.13) as a tree of who\n"
+	"Prints the asyncio tasks of a Python process (CPython 3.8-3.15) as a tree of who\n"
 	"awaits whom, read from its memory without stopping it.\n"
 	"\n"
 	"  --watch SECONDS  first watch task creation this long (default 1; 0: don't), so\n"

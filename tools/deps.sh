@@ -8,6 +8,10 @@ pkgs="$pkgs debootstrap debian-archive-keyring gpgv wget"
 pkgs="$pkgs python3-aiohttp python3-numpy"
 # pprof's reader (go tool pprof) and a headless browser for the output-format tests
 pkgs="$pkgs golang-go chromium"
+# asyncbpf-top draws with ncursesw; its test drives it in tmux
+pkgs="$pkgs libncurses-dev tmux"
+# the kernels of the suite (make test-kernels): boot under qemu, verify Debian's archive
+pkgs="$pkgs qemu-system-x86 busybox-static debian-archive-keyring gpgv xz-utils zstd cpio kmod"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do

@@ -40,6 +40,9 @@ SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
 SUPPORTED_MINORS = range(8, 16)  # 3.8 .. 3.15
 PROG = "asyncbpf-record: "
+# Start-up and run timeouts are multiplied by this: an emulated guest (make test-kernels)
+# runs Python about 10 times slower, fork and exec about 40 times.
+TIMEOUT_SCALE = float(os.environ.get("ASYNCBPF_TIMEOUT_SCALE") or 1)
 # Debian's own builds (stripped, _asyncio a separate module) run in chroots that
 # tools/trees.sh builds and caches (make trees); tree name -> the minors run in it
 CACHE = os.environ.get("ASYNCBPF_CACHE") or os.path.join(
@@ -287,7 +290,7 @@ class Interp:
             try:
                 out = subprocess.run(
                     [path, "-c", "import sys; print('%d %d %d' % sys.version_info[:3])"],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30 * TIMEOUT_SCALE,
                     universal_newlines=True, cwd=WORKLOADS)  # a tree has this directory
                 words = out.stdout.split()
                 if len(words) != 3 or not all(w.isdigit() for w in words):
@@ -479,7 +482,7 @@ class Workload:
 
     def __init__(self, python, script, *args, timeout=30, reap=False, stdin=False):
         self.argv = [python, "-u", os.path.join(WORKLOADS, script)] + [str(a) for a in args]
-        self.timeout = timeout
+        self.timeout = timeout * TIMEOUT_SCALE
         self.reap = reap
         self.stdin = stdin  # a pipe for send(), else pytest's own stdin
         self.facts = []
@@ -848,7 +851,7 @@ def _uvloop_missing(interp):
     if interp.missing:
         return interp.missing
     p = subprocess.run([interp.path, "-c", "import uvloop"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=30)
+                       stderr=subprocess.DEVNULL, timeout=30 * TIMEOUT_SCALE)
     if p.returncode:
         return "%s cannot import uvloop (Debian's python3-uvloop; %s)" % (
             interp.id, "make trees" if interp.tree else "make deps")
@@ -890,6 +893,7 @@ class ToolRun:
 
 def run_tool(binary, *args, timeout=RECORD_TIMEOUT, prefix=()):
     argv = list(prefix) + [binary] + [str(a) for a in args]
+    timeout *= TIMEOUT_SCALE
     t0 = time.monotonic()
     try:
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

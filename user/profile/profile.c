@@ -388,6 +388,12 @@ const struct stack_ent *profile_stacks(struct profile *p, size_t *n)
 	return p->stacks;
 }
 
+const struct stack_ent *profile_stacks_unsorted(const struct profile *p, size_t *n)
+{
+	*n = p->nstacks;
+	return p->stacks;
+}
+
 uint64_t profile_total(const struct profile *p)
 {
 	return p->total;

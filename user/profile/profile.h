@@ -66,6 +66,8 @@ void profile_total_ns(const struct profile *p, uint64_t *wall_ns, uint64_t *cpu_
  * frame ids). Freezes the profile: no profile_add after. */
 const struct stack_ent *profile_stacks(struct profile *p, size_t *n);
 uint64_t profile_total(const struct profile *p);
+/* The stacks in no particular order, without freezing the profile. */
+const struct stack_ent *profile_stacks_unsorted(const struct profile *p, size_t *n);
 
 /* How alike two profiles are: over the stacks, the sum of the smaller of a stack's shares
  * of a's and of b's samples, stacks matched by what their frames say (each profile has

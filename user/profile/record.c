@@ -208,6 +208,13 @@ void record_sample(struct record *r, const struct py_sample *s)
 	record_sample_ns(r, s, 0, 0);
 }
 
+/* A sample of tg that cannot be counted. */
+static void lost(struct record *r, struct target *tg)
+{
+	r->nomem++;
+	tg->lost++;
+}
+
 void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
 		      uint64_t cpu_ns)
 {
@@ -243,12 +250,12 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 		ids[n++] = special(r, "[no Python frames]");
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] == UINT32_MAX) {
-			r->nomem++;
+			lost(r, tg);
 			return;
 		}
 	if (!r->stack_limit || wall_ns || cpu_ns) {
 		if (profile_add_ns(r->prof, ids, n, 1, wall_ns, cpu_ns))
-			r->nomem++;
+			lost(r, tg);
 		return;
 	}
 	ret = profile_add_capped(r->prof, ids, n, 1, &tg->stack_budget);
@@ -258,8 +265,8 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 		n = tg->root_frame != UINT32_MAX ? 3 : 2;
 		ids[n++] = special(r, "[stack limit]");
 		if (ids[n - 1] == UINT32_MAX || profile_add(r->prof, ids, n, 1))
-			r->nomem++;
+			lost(r, tg);
 	} else if (ret) {
-		r->nomem++;
+		lost(r, tg);
 	}
 }

@@ -17,6 +17,7 @@ struct target {
 	struct py_target t;
 	uint32_t proc_frame; /* interned process frame */
 	uint64_t samples;
+	uint64_t lost; /* of those, not in the profile (out of memory) */
 	double next_refresh;			   /* when to read its asyncio tasks again */
 	double last_refresh, interval, snap_floor; /* see snappace.c */
 	uint64_t samples_seen;			   /* samples at the last snapshot */

@@ -14,6 +14,7 @@
 #include "bpfstats.h"
 #include "sampler.h"
 #include "sampler.skel.h"
+#include "sampler_bounded.skel.h"
 
 #define CAP_PERFMON_BIT	  38
 #define CAP_BPF_BIT	  39
@@ -24,8 +25,39 @@ struct probe {
 	struct bpf_link *link;
 };
 
+/* The loaded object, whichever variant (the two have the same maps and programs). */
+struct sampler_objs {
+	struct bpf_object *obj;
+	struct {
+		struct bpf_map *events, *procs, *coro_task, *task_serials, *task_links, *stats,
+			*cost_hist;
+	} maps;
+	struct {
+		struct bpf_program *sample_cpu, *task_init;
+	} progs;
+	bool *reject_for_test;
+};
+
+#define SAMPLER_OBJS(o, sk)                                                                        \
+	do {                                                                                       \
+		(o)->obj = (sk)->obj;                                                              \
+		(o)->maps.events = (sk)->maps.events;                                              \
+		(o)->maps.procs = (sk)->maps.procs;                                                \
+		(o)->maps.coro_task = (sk)->maps.coro_task;                                        \
+		(o)->maps.task_serials = (sk)->maps.task_serials;                                  \
+		(o)->maps.task_links = (sk)->maps.task_links;                                      \
+		(o)->maps.stats = (sk)->maps.stats;                                                \
+		(o)->maps.cost_hist = (sk)->maps.cost_hist;                                        \
+		(o)->progs.sample_cpu = (sk)->progs.sample_cpu;                                    \
+		(o)->progs.task_init = (sk)->progs.task_init;                                      \
+		(o)->reject_for_test = &(sk)->rodata->reject_for_test;                             \
+	} while (0)
+
 struct sampler {
-	struct sampler_bpf *skel;
+	struct sampler_bpf *skel;		/* the bpf_loop variant, or */
+	struct sampler_bounded_bpf *bounded;	/* the bounded-loop one */
+	struct sampler_objs o;
+	const char *variant;
 	struct probe *probes;
 	size_t nprobes;
 	struct ring_buffer *rb;
@@ -82,6 +114,17 @@ static void print_log_tail(void)
 	fprintf(stderr, "asyncbpf: verifier log, last %d lines:\n", log_next - start);
 	for (int i = start; i < log_next; i++)
 		fprintf(stderr, "  %s\n", log_tail[i % LOG_LINES]);
+}
+
+const char *sampler_verifier_hint(void)
+{
+	bool seen = log_next > 0;
+
+	if (seen && log_verbose)
+		print_log_tail();
+	log_next = 0;
+	/* a load can fail before the verifier runs (a missing kfunc): no log to point to */
+	return !seen ? "" : log_verbose ? "; verifier log above" : "; run with -v for the verifier log";
 }
 
 /* NULL when the effective capabilities allow BPF and perf events, else what is missing. */
@@ -201,7 +244,7 @@ static enum sampler_err attach_cpus(struct sampler *s, unsigned int freq, char *
 			free(online);
 			return SAMPLER_EPERF;
 		}
-		s->links[s->nlinks] = bpf_program__attach_perf_event(s->skel->progs.sample_cpu, fd);
+		s->links[s->nlinks] = bpf_program__attach_perf_event(s->o.progs.sample_cpu, fd);
 		if (!s->links[s->nlinks]) {
 			snprintf(err, len, "cannot attach to cpu-clock on CPU %d: %s", cpu,
 				 strerror(errno));
@@ -265,26 +308,38 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	s->ctx = o->ctx;
 	if (getenv("ASYNCBPF_BTF"))
 		open_opts.btf_custom_path = btf_path();
-	s->skel = sampler_bpf__open_opts(&open_opts);
-	if (!s->skel) {
+	/* bpf_loop (5.17) runs the walker's loops; without it, bounded loops of global
+	 * functions do (bpf/pwbounded.h). ASYNCBPF_TEST_BOUNDED=1 takes them anyway. */
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, NULL) == 1 &&
+	    !getenv("ASYNCBPF_TEST_BOUNDED")) {
+		s->variant = "bpf_loop";
+		s->skel = sampler_bpf__open_opts(&open_opts);
+		if (s->skel)
+			SAMPLER_OBJS(&s->o, s->skel);
+	} else {
+		s->variant = "bounded loops (no bpf_loop: Linux 5.17)";
+		s->bounded = sampler_bounded_bpf__open_opts(&open_opts);
+		if (s->bounded)
+			SAMPLER_OBJS(&s->o, s->bounded);
+	}
+	if (!s->o.obj) {
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		rc = SAMPLER_ELOAD;
 		goto fail;
 	}
+	if (o->verbose)
+		fprintf(stderr, "asyncbpf: CPU sampler: %s\n", s->variant);
 	if (getenv("ASYNCBPF_TEST_REJECT_BPF"))
-		s->skel->rodata->reject_for_test = true;
+		*s->o.reject_for_test = true;
 	/* a ring buffer too small for the load, to test that losses are accounted */
 	if (getenv("ASYNCBPF_TEST_RINGBUF_BYTES"))
 		bpf_map__set_max_entries(
-			s->skel->maps.events,
+			s->o.maps.events,
 			(__u32)strtoul(getenv("ASYNCBPF_TEST_RINGBUF_BYTES"), NULL, 0));
-	ret = sampler_bpf__load(s->skel);
+	ret = s->skel ? sampler_bpf__load(s->skel) : sampler_bounded_bpf__load(s->bounded);
 	if (ret) {
 		snprintf(err, errlen, "the kernel rejected the BPF program (%s)%s", strerror(-ret),
-			 o->verbose ? "; verifier log above"
-				    : "; run with -v for the verifier log");
-		if (o->verbose)
-			print_log_tail();
+			 sampler_verifier_hint());
 		rc = ret == -EPERM ? SAMPLER_EPRIV : SAMPLER_ELOAD;
 		goto fail;
 	}
@@ -293,7 +348,7 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 		if (s->stats_fd < 0 && o->verbose)
 			fprintf(stderr, "asyncbpf: bpf_stats unavailable: %s\n", strerror(errno));
 	}
-	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.events), handle_record, s, NULL);
+	s->rb = ring_buffer__new(bpf_map__fd(s->o.maps.events), handle_record, s, NULL);
 	if (!s->rb) {
 		snprintf(err, errlen, "cannot open the BPF ring buffer: %s", strerror(errno));
 		rc = SAMPLER_EOTHER;
@@ -331,6 +386,7 @@ void sampler_close(struct sampler *s)
 	free(s->links);
 	ring_buffer__free(s->rb);
 	sampler_bpf__destroy(s->skel);
+	sampler_bounded_bpf__destroy(s->bounded);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
 	free(s);
@@ -340,7 +396,7 @@ int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 {
 	__u32 key = pid;
 
-	return bpf_map__update_elem(s->skel->maps.procs, &key, sizeof(key), p, sizeof(*p), BPF_ANY);
+	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), p, sizeof(*p), BPF_ANY);
 }
 
 int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
@@ -351,7 +407,7 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 	if (!p)
 		return -ENOMEM;
 	s->probes = p;
-	link = bpf_program__attach_uprobe(s->skel->progs.task_init, false, pid, path, offset);
+	link = bpf_program__attach_uprobe(s->o.progs.task_init, false, pid, path, offset);
 	if (!link)
 		return -errno;
 	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
@@ -370,7 +426,7 @@ int sampler_del_proc(struct sampler *s, pid_t pid)
 		bpf_link__destroy(s->probes[i].link);
 		s->probes[i] = s->probes[--s->nprobes];
 	}
-	int ret = bpf_map__delete_elem(s->skel->maps.procs, &key, sizeof(key), 0);
+	int ret = bpf_map__delete_elem(s->o.maps.procs, &key, sizeof(key), 0);
 
 	return ret == -ENOENT ? 0 : ret;
 }
@@ -384,7 +440,7 @@ int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, const str
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__update_elem(s->skel->maps.coro_task, &key, sizeof(key), id, sizeof(*id),
+	return bpf_map__update_elem(s->o.maps.coro_task, &key, sizeof(key), id, sizeof(*id),
 				    BPF_ANY);
 }
 
@@ -392,7 +448,7 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__lookup_elem(s->skel->maps.coro_task, &key, sizeof(key), out, sizeof(*out),
+	return bpf_map__lookup_elem(s->o.maps.coro_task, &key, sizeof(key), out, sizeof(*out),
 				    0);
 }
 
@@ -400,7 +456,7 @@ int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t ser
 {
 	struct task_key key = { .pid = pid, .addr = task };
 
-	return bpf_map__update_elem(s->skel->maps.task_serials, &key, sizeof(key), &serial,
+	return bpf_map__update_elem(s->o.maps.task_serials, &key, sizeof(key), &serial,
 				    sizeof(serial), BPF_ANY);
 }
 
@@ -408,7 +464,7 @@ int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *ou
 {
 	struct task_key key = { .pid = pid, .addr = task };
 
-	return bpf_map__lookup_elem(s->skel->maps.task_serials, &key, sizeof(key), out,
+	return bpf_map__lookup_elem(s->o.maps.task_serials, &key, sizeof(key), out,
 				    sizeof(*out), 0);
 }
 
@@ -416,21 +472,21 @@ int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task)
 {
 	struct task_key key = { .pid = pid, .addr = task };
 
-	return del_ok(bpf_map__delete_elem(s->skel->maps.task_serials, &key, sizeof(key), 0));
+	return del_ok(bpf_map__delete_elem(s->o.maps.task_serials, &key, sizeof(key), 0));
 }
 
 int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro)
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return del_ok(bpf_map__delete_elem(s->skel->maps.coro_task, &key, sizeof(key), 0));
+	return del_ok(bpf_map__delete_elem(s->o.maps.coro_task, &key, sizeof(key), 0));
 }
 
 int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l)
 {
 	struct task_key key = { .pid = pid, .addr = child };
 
-	return bpf_map__update_elem(s->skel->maps.task_links, &key, sizeof(key), l, sizeof(*l),
+	return bpf_map__update_elem(s->o.maps.task_links, &key, sizeof(key), l, sizeof(*l),
 				    BPF_ANY);
 }
 
@@ -438,14 +494,14 @@ int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child)
 {
 	struct task_key key = { .pid = pid, .addr = child };
 
-	return del_ok(bpf_map__delete_elem(s->skel->maps.task_links, &key, sizeof(key), 0));
+	return del_ok(bpf_map__delete_elem(s->o.maps.task_links, &key, sizeof(key), 0));
 }
 
 int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out)
 {
 	struct task_key key = { .pid = pid, .addr = child };
 
-	return bpf_map__lookup_elem(s->skel->maps.task_links, &key, sizeof(key), out, sizeof(*out),
+	return bpf_map__lookup_elem(s->o.maps.task_links, &key, sizeof(key), out, sizeof(*out),
 				    0);
 }
 
@@ -465,20 +521,25 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 	int ret;
 
 	memset(st, 0, sizeof(*st));
-	ret = bpfstats_sum_percpu(s->skel->maps.stats, STAT_MAX, st->stat);
+	ret = bpfstats_sum_percpu(s->o.maps.stats, STAT_MAX, st->stat);
 	if (!ret)
-		ret = bpfstats_sum_percpu(s->skel->maps.cost_hist, COST_BUCKETS, st->cost_hist);
+		ret = bpfstats_sum_percpu(s->o.maps.cost_hist, COST_BUCKETS, st->cost_hist);
 	if (ret)
 		return ret;
 	if (s->stats_fd >= 0)
-		bpfstats_prog_run(s->skel->progs.sample_cpu, &st->run_ns, &st->run_cnt);
+		bpfstats_prog_run(s->o.progs.sample_cpu, &st->run_ns, &st->run_cnt);
 	st->bad_records = s->bad_records;
 	return 0;
 }
 
 int sampler_map_fd(struct sampler *s, const char *name)
 {
-	struct bpf_map *m = bpf_object__find_map_by_name(s->skel->obj, name);
+	struct bpf_map *m = bpf_object__find_map_by_name(s->o.obj, name);
 
 	return m ? bpf_map__fd(m) : -ENOENT;
+}
+
+const char *sampler_variant(const struct sampler *s)
+{
+	return s->variant;
 }

@@ -45,6 +45,11 @@ enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen);
  * polled), so counts read afterwards match what was delivered. */
 void sampler_stop(struct sampler *s);
 void sampler_close(struct sampler *s);
+/* After a failed BPF load: prints the verifier log's last lines with -v, and returns what
+ * to append to the error ("" when the kernel gave no verifier log). */
+const char *sampler_verifier_hint(void);
+/* Which BPF programs run the walker's loops: "bpf_loop", or the bounded-loop variant. */
+const char *sampler_variant(const struct sampler *s);
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler_del_proc(struct sampler *s, pid_t pid);

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "bpfstats.h"
@@ -47,12 +50,81 @@ static int handle_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static bool has_enum_value(const struct btf *btf, const char *type, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, type, BTF_KIND_ENUM);
+	const struct btf_type *t = id < 0 ? NULL : btf__type_by_id(btf, id);
+	const struct btf_enum *e = t ? btf_enum(t) : NULL;
+
+	for (int i = 0; t && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, e[i].name_off), name))
+			return true;
+	return false;
+}
+
+static bool has_member(const struct btf *btf, const char *type, int kind, const char *name)
+{
+	int id = btf__find_by_name_kind(btf, type, kind);
+	const struct btf_type *t = id < 0 ? NULL : btf__type_by_id(btf, id);
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+
+	for (int i = 0; t && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, m[i].name_off), name))
+			return true;
+	return false;
+}
+
+/* What wall.bpf.c needs of the kernel, from its BTF; 0, or -1 with the missing features
+ * and the Linux version each appeared in. */
+static int check_kernel(char *err, size_t errlen)
+{
+	const char *path = getenv("ASYNCBPF_BTF");
+	struct btf *btf = path && *path ? btf__parse(path, NULL) : btf__load_vmlinux_btf();
+	struct {
+		bool ok;
+		const char *what;
+	} need[4];
+	struct utsname u;
+	size_t n = 0, len;
+
+	if (!btf) {
+		snprintf(err, errlen, "wall mode: cannot read the kernel's BTF: %s",
+			 strerror(errno));
+		return -1;
+	}
+	need[0].ok = has_enum_value(btf, "bpf_func_id", "BPF_FUNC_loop");
+	need[0].what = "bpf_loop (Linux 5.17)";
+	need[1].ok = has_enum_value(btf, "bpf_func_id", "BPF_FUNC_copy_from_user_task");
+	need[1].what = "bpf_copy_from_user_task and sleepable task iterators (Linux 5.18)";
+	need[2].ok = has_member(btf, "bpf_iter_link_info", BTF_KIND_UNION, "task");
+	need[2].what = "the task iterator's pid filter (Linux 6.1)";
+	need[3].ok = btf__find_by_name_kind(btf, "bpf_task_from_pid", BTF_KIND_FUNC) >= 0;
+	need[3].what = "the bpf_task_from_pid kfunc (Linux 6.2)";
+	btf__free(btf);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	len = snprintf(err, errlen, "wall mode needs kernel features this kernel (%s) lacks:",
+		       u.release);
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (need[i].ok)
+			continue;
+		if (len < errlen)
+			len += snprintf(err + len, errlen - len, "%s %s", n ? "," : "",
+					need[i].what);
+		n++;
+	}
+	return n ? -1 : 0;
+}
+
 struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx, char *err,
 		       size_t errlen)
 {
-	struct wall *w = calloc(1, sizeof(*w));
+	struct wall *w;
 	int ret;
 
+	if (check_kernel(err, errlen))
+		return NULL;
+	w = calloc(1, sizeof(*w));
 	if (!w) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -76,10 +148,8 @@ struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx,
 	}
 	ret = wall_bpf__load(w->skel);
 	if (ret) {
-		snprintf(err, errlen,
-			 "the kernel rejected the wall-clock BPF program (%s); run with -v for "
-			 "the verifier log",
-			 strerror(-ret));
+		snprintf(err, errlen, "the kernel rejected the wall-clock BPF program (%s)%s",
+			 strerror(-ret), sampler_verifier_hint());
 		goto fail;
 	}
 	if (run_stats)

@@ -19,16 +19,30 @@
  * that finds its runtime initialised */
 #define CMD_SCAN_MS 100
 
+static void say(const char *prog, const char *fmt, va_list ap)
+{
+	status_clear();
+	fprintf(stderr, "%s: ", prog);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void recorder_say(struct recorder *a, const char *fmt, ...)
 {
 	va_list ap;
 
-	status_clear();
-	fprintf(stderr, "%s: ", a->o.prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(a->o.prog, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+}
+
+void recorder_error(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(prog, fmt, ap);
+	va_end(ap);
 }
 
 double recorder_now(void)
@@ -51,8 +65,8 @@ double recorder_cpu(void)
 
 static void show_status(struct recorder *a, double elapsed)
 {
-	status_show(elapsed, a->recorded + a->recorded + profile_total(a->rec.prof),
-		    a->rec.ntargets, recorder_lost(a, NULL));
+	status_show(elapsed, a->recorded + profile_total(a->rec.prof), a->rec.ntargets,
+		    recorder_lost(a, NULL));
 }
 
 /* Samples taken in tracked processes that are not in the profile. */
@@ -212,7 +226,8 @@ static int start_sampling(struct recorder *a)
 	a->cut_ns = realtime_ns();
 	a->next_scan = a->start + a->scan_ms / 1000.0;
 	a->next_status = a->start + 1;
-	status_init();
+	if (!a->o.no_status)
+		status_init(a->o.prog);
 	return 0;
 }
 
@@ -388,6 +403,7 @@ void recorder_totals(struct recorder *a, struct recorder_totals *t)
 	if (a->stopped)
 		st = a->final;
 	t->recorded = a->recorded + profile_total(a->rec.prof);
+	t->unknown_frames = a->rec.unknown_frames;
 	if (a->ureader) {
 		ureader_read_stats(a->ureader, &ust);
 		t->taken = ust.samples;
@@ -398,6 +414,19 @@ void recorder_totals(struct recorder *a, struct recorder_totals *t)
 
 size_t recorder_ntargets(const struct recorder *a)
 {
+	return a->rec.ntargets;
+}
+
+size_t recorder_targets(const struct recorder *a, struct recorder_target *out, size_t max)
+{
+	for (size_t i = 0; i < a->rec.ntargets && i < max; i++) {
+		const struct target *tg = &a->rec.targets[i];
+
+		out[i] = (struct recorder_target){ .pid = tg->t.pid,
+						   .samples = tg->samples,
+						   .lost = tg->lost };
+		snprintf(out[i].version, sizeof(out[i].version), "%s", tg->t.version_str);
+	}
 	return a->rec.ntargets;
 }
 

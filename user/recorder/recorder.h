@@ -39,6 +39,7 @@ struct recorder_opts {
 	bool container_frame;
 	size_t mem_per_process;	     /* bytes of symbols and stacks per process, 0: no cap */
 	volatile sig_atomic_t *stop; /* set by a signal: a command not started yet is not run */
+	bool no_status;		     /* no progress line on stderr, even on a terminal */
 	/* Called once the reader is loaded, before the first targets are found: where a tool
 	 * installs its signal handlers, since a handled SIGINT is what tells a bench or a test
 	 * that the recorder is about to sample. NULL: none. */
@@ -60,6 +61,9 @@ struct recorder_cut {
 };
 
 struct recorder;
+
+/* One message line on stderr, "prog: ...", the status line erased first. */
+void recorder_error(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Checks the environment and the listed pids, loads and attaches the reader, finds the
  * first targets and starts sampling (a command is started once sampling runs). 0, or
@@ -86,9 +90,20 @@ struct recorder_totals {
 	uint64_t taken;	   /* samples of target processes the reader took */
 	uint64_t recorded; /* in the profiles */
 	uint64_t lost;
+	uint64_t unknown_frames; /* frames shown as [unknown] */
 };
 void recorder_totals(struct recorder *r, struct recorder_totals *t);
 size_t recorder_ntargets(const struct recorder *r);
+
+/* A process being profiled. */
+struct recorder_target {
+	pid_t pid;
+	char version[32]; /* "3.12.1" */
+	uint64_t samples; /* since the start */
+	uint64_t lost;	  /* of those, not in any profile (out of memory) */
+};
+/* The processes profiled now: the first max into out; returns how many there are. */
+size_t recorder_targets(const struct recorder *r, struct recorder_target *out, size_t max);
 
 /* The --stats report; last is the profile of the last cut (its size is reported). */
 void recorder_print_stats(struct recorder *r, const struct profile *last, FILE *f);

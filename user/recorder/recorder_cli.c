@@ -149,6 +149,20 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 	return 0;
 }
 
+int recorder_cli_bad_option(const struct recorder_opts *o, int opt, char **argv)
+{
+	if (opt == ':')
+		return bad(o, "option '%s' needs a value", argv[optind - 1]);
+	return bad(o, "unknown option '%s' (see --help)", argv[optind - 1]);
+}
+
+int recorder_cli_no_args(const struct recorder_opts *o, int argc, char **argv)
+{
+	if (optind < argc)
+		return bad(o, "unexpected argument '%s' (see --help)", argv[optind]);
+	return 0;
+}
+
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o)
 {
 	if (cli->all && o->npids)

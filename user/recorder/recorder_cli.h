@@ -43,6 +43,11 @@ void recorder_cli_init(struct recorder_cli *cli, struct recorder_opts *o, unsign
 /* One option from getopt_long: 1 taken, 0 not a shared option, -1 bad (said on stderr). */
 int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int opt,
 			const char *arg);
+/* What getopt_long returned that the tool's own options are not: a missing value (':')
+ * or an unknown option, said on stderr; -1. */
+int recorder_cli_bad_option(const struct recorder_opts *o, int opt, char **argv);
+/* -1 (said on stderr) when arguments are left after the options, else 0. */
+int recorder_cli_no_args(const struct recorder_opts *o, int argc, char **argv);
 /* After the last option: conflicts between options (said on stderr, -1), and defaults
  * that depend on others. */
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o);

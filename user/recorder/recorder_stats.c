@@ -148,6 +148,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 			   "tick)\n");
 	else
 		fprintf(f, "bpf run time per sample: unavailable\n");
+	fprintf(f, "bpf walker: %s\n", sampler_variant(a->sampler));
 	if (st.stat[STAT_PYTHON]) {
 		fprintf(f, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));

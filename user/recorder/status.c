@@ -6,9 +6,11 @@
 #include "status.h"
 
 static bool enabled, shown;
+static const char *prefix;
 
-bool status_init(void)
+bool status_init(const char *prog)
 {
+	prefix = prog;
 	enabled = isatty(STDERR_FILENO);
 	return enabled;
 }
@@ -25,8 +27,8 @@ void status_show(double elapsed, uint64_t samples, size_t processes, uint64_t lo
 	if (!ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) && ws.ws_col > 1 && ws.ws_col <= width)
 		width = ws.ws_col - 1;
 	n = snprintf(line, sizeof(line),
-		     "asyncbpf-record: %.0f s, %llu samples, %zu Python process%s, %llu lost",
-		     elapsed, (unsigned long long)samples, processes, processes == 1 ? "" : "es",
+		     "%s: %.0f s, %llu samples, %zu Python process%s, %llu lost", prefix, elapsed,
+		     (unsigned long long)samples, processes, processes == 1 ? "" : "es",
 		     (unsigned long long)lost);
 	if (n > width)
 		line[width] = 0;

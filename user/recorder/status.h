@@ -8,8 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Turns the status line on if stderr is a terminal; returns whether it is on. */
-bool status_init(void);
+/* Turns the status line on if stderr is a terminal, prog its prefix (kept, not copied);
+ * returns whether it is on. */
+bool status_init(const char *prog);
 
 void status_show(double elapsed, uint64_t samples, size_t processes, uint64_t lost);
 

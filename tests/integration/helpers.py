@@ -300,6 +300,14 @@ class Interp:
                 self.missing = "%s does not run: %s" % (path, e)
 
     @property
+    def exe(self):
+        """The image /proc/PID/exe shows for it: for a tree's, not its wrapper but the
+        tree's binary (seen from here, in the tree's directory)."""
+        if self.tree:
+            return os.path.realpath(os.path.join(self.tree, self.inner.lstrip("/")))
+        return os.path.realpath(self.path)
+
+    @property
     def has_qualname(self):
         return self.version >= (3, 11)
 

@@ -119,7 +119,7 @@ def test_exec_into_another_version(root_record_bin):
                 wait_cpu([w.pid], SAMPLED_CPU, RECORD_TIMEOUT, "CPU profiled as %s" % img.id)
                 if then:
                     then()
-                    exe = os.path.realpath(b.path)
+                    exe = b.exe
                     wait_for(lambda: proc_exe(w.pid) == exe, 60,
                              "pid %d to exec %s" % (w.pid, exe))
             r = finish(rec, err=err)

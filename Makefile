@@ -11,7 +11,9 @@ OUT := build
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser
+# user/ is the library, one folder per stage a sample passes through (see their README.md)
+USER_DIRS := $(sort $(dir $(wildcard user/*/*.c user/*/*.h)))
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser $(patsubst %/,-I%,$(USER_DIRS))
 # Extra compiler flags of a variant build (sanitizers; see test-sanitize and fuzz)
 SANFLAGS ?=
 CFLAGS += $(SANFLAGS)
@@ -21,22 +23,28 @@ BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_OBJS := $(patsubst bpf/%.bpf.c,$(OUT)/%.bpf.o,$(BPF_SRCS))
 SKELS := $(patsubst bpf/%.bpf.c,$(OUT)/%.skel.h,$(BPF_SRCS))
-USER_SRCS := $(wildcard user/*.c)
+USER_SRCS := $(wildcard user/*/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 LIB := $(OUT)/libasyncbpf.a
 TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
-HEADERS := $(wildcard bpf/*.h user/*.h)
+HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all deps test unit integration demo clean vmlinux layouts format test-kernels
-.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak
+.PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels
+.PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
 
 deps:
 	@tools/deps.sh
+
+# The Debian trees (sid, trixie) whose interpreters the integration suite runs in a
+# chroot, cached outside the clone (ASYNCBPF_CACHE, default ~/.cache/asyncbpf) and rebuilt
+# when older than a week; a tree that cannot be built is skipped by the suite with the reason.
+trees:
+	@tools/trees.sh
 
 $(OUT)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(OUT)
 	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -52,7 +60,7 @@ $(OUT)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(OUT)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 # the HTML writer embeds its page
-$(OUT)/user/flamehtml.o: user/flame/flame.html
+$(OUT)/user/profile/flamehtml.o: user/profile/flame/flame.html
 
 $(LIB): $(USER_OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -74,7 +82,7 @@ $(OUT):
 unit: $(UNIT_TESTS)
 	@tests/unit/run.sh $(UNIT_TESTS)
 
-integration: all
+integration: all trees
 	$(PYTEST) -v -rs tests/integration
 
 test: deps
@@ -98,18 +106,25 @@ test-kernels: all
 # the unit tests and the integration suite then run against those binaries. For time, the
 # integration suite runs only SAN_INTERPRETERS: the oldest and the newest supported lines.
 SAN_OUT := build-san
-SAN_INTERPRETERS ?= pyenv-3.8,pyenv-3.13
+SAN_INTERPRETERS ?= pyenv-3.8,sid-3.15
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1
 # the torn-read stress, the churn, the 100 processes and the 60 s mixing check already ran
 # in full on the plain build
 SAN_ENV += ASYNCBPF_STRESS_SECONDS=20 ASYNCBPF_CHURN_SECONDS=30 ASYNCBPF_SCALE_SECONDS=10 \
 	ASYNCBPF_MIX_SECONDS=10
 
-test-sanitize:
+test-sanitize: trees
 	$(MAKE) OUT=$(SAN_OUT) SANFLAGS="-O1 $(FUZZ_SAN)" all
 	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
 	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \
 		$(PYTEST) -v -rs --durations=10 tests/integration
+
+# Flake hunting: the chosen tests (pytest node ids or paths) N times, each run's log in
+# build/test-repeat/run-I.log, then each failed run's first failure and "K of N runs
+# failed" (exit 1 if any). The environment (ASYNCBPF_INTERPRETERS, ...) passes through.
+N ?= 5
+test-repeat: all
+	@PYTEST="$(PYTEST)" tools/test-repeat.sh "$(N)" $(OUT)/test-repeat $(TESTS)
 
 # 10 minutes at 999 Hz with process churn; the profiler's RSS must stay flat. Not in test.
 soak: all
@@ -161,13 +176,13 @@ demo: deps
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
 
-# user/py_layouts.c and user/py_objmodel.c are committed; regenerate them from the installed
+# user/cpython/py_layouts.c and user/cpython/py_objmodel.c are committed; regenerate them from the installed
 # interpreters' headers (the script writes py_objmodel.c itself).
 layouts:
-	tools/gen-layouts.sh > user/py_layouts.c.tmp && mv user/py_layouts.c.tmp user/py_layouts.c
+	tools/gen-layouts.sh > user/cpython/py_layouts.c.tmp && mv user/cpython/py_layouts.c.tmp user/cpython/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.c user/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c preload/*.c
+	clang-format -i bpf/*.h bpf/*.c user/*.h user/*/*.c user/*/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c preload/*.c
 
 clean:
 	rm -rf $(OUT) $(FUZZ_OUT) $(SAN_OUT)

@@ -17,18 +17,21 @@ enum py_yf_kind {
 	PY_YF_RESUME = 3,      /* 3.11-3.12: suspended, next code unit is RESUME with oparg >= 2,
 				* TOS = localsplus[stacktop - 1] */
 	PY_YF_STATE = 4,       /* 3.13: gi_frame_state == FRAME_SUSPENDED_YIELD_FROM */
-	PY_YF_STACKPTR = 5,    /* 3.14: same state, TOS = stackpointer[-1] (a _PyStackRef) */
+	PY_YF_STACKPTR = 5,    /* 3.14+: same state, the awaited object is stackpointer[-yf_slots]
+				* (a _PyStackRef) */
 };
 
 struct py_async_layout {
 	__u8 yf_kind;
 	__s8 gen_suspended; /* 3.11+: gi_frame_state of a generator suspended in an await
-			     * (3.13: FRAME_SUSPENDED_YIELD_FROM); negative states below it are
-			     * created or plainly suspended, 0 and up executing or finished */
+			     * (3.13+: FRAME_SUSPENDED_YIELD_FROM) */
 	__u8 op_yield_from; /* 3.8-3.10: YIELD_FROM */
 	__u8 op_resume;	    /* 3.11-3.12: RESUME */
 	__u8 op_resume_alt; /* 3.11: RESUME_QUICK, 3.12: INSTRUMENTED_RESUME, else op_resume */
-	__u8 pad[3];
+	__s8 gen_executing; /* FRAME_EXECUTING (f_state in 3.10): 0 up to 3.14, 4 in 3.15; states
+			     * below it are created or suspended, above it finished */
+	__u8 yf_slots;	    /* PY_YF_STACKPTR: 1 in 3.14; 2 in 3.15, whose [-1] holds NULL */
+	__u8 pad;
 
 	__u16 gen_frame; /* 3.8-3.10: gi_frame (PyFrameObject *); 3.11+: gi_iframe (embedded) */
 	__u16 gen_frame_state;	/* 3.11+: gi_frame_state (int8) */

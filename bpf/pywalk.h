@@ -3,7 +3,7 @@
  * reader (the BPF sampler and the userspace readers). The includer defines, before
  * including this file:
  *   static int pw_read(void *dst, __u32 len, __u64 addr);   0 on success
- * and the asyncio lookups the task walk needs (BPF maps, or user/taskmaps.h tables):
+ * and the asyncio lookups the task walk needs (BPF maps, or user/asyncio/taskmaps.h tables):
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
  *   static const struct task_link *pw_task_link(__u32 pid, __u64 task);  NULL: none
@@ -63,11 +63,8 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 
 #define PW_MAX_GENS   32 /* generator frames remembered per thread walk */
 #define PW_CODE_SLOTS 8	 /* code objects remembered per walk, direct-mapped */
-/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.14 */
+/* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.15 */
 #define PW_OWNED_BY_GENERATOR 1
-/* FRAME_EXECUTING (3.11-3.14 gi_frame_state, 3.10 f_state) is 0: below it created or
- * suspended, above it completed or cleared */
-#define PW_GEN_EXECUTING 0
 
 struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
@@ -237,7 +234,7 @@ static PW_INLINE __s32 pw_instr(const struct py_layout *l, const __u8 *frame, __
 	return (__s32)off;
 }
 
-/* A _PyStackRef (3.14) is a pointer with tag bits; before 3.14 ref_tag_bits is 0. */
+/* A _PyStackRef (3.14+) is a pointer with tag bits; before 3.14 ref_tag_bits is 0. */
 static PW_INLINE __u64 pw_untag(const struct py_layout *l, __u64 ref)
 {
 	return ref & ~(((__u64)1 << (l->ref_tag_bits & 7)) - 1);
@@ -247,8 +244,8 @@ struct pw_walk {
 	const struct py_proc *p;
 	struct frame_rec *out; /* MAX_FRAMES entries */
 	struct pw_scratch *s;
-	__u64 frame;
-	__u32 n, flags;
+	__u64 frame, base;
+	__u32 n, flags, at_base;
 	__u64 pend_gen; /* the last frame's generator, its caller not seen yet */
 	__u32 pend_idx;
 };
@@ -282,6 +279,11 @@ static long pw_walk_step(__u32 i, void *ctx)
 	(void)i;
 	if (!cur || n >= MAX_FRAMES)
 		return 1;
+	if (cur == w->base) {
+		w->at_base = 1;
+		w->frame = 0;
+		return 1;
+	}
 	if (len > PW_READ_MAX)
 		len = PW_READ_MAX;
 	if (pw_read(s->frame, len, cur)) {
@@ -316,19 +318,33 @@ static long pw_walk_step(__u32 i, void *ctx)
 }
 
 /* Walks outward from frame, innermost first, into out[0..MAX_FRAMES). Returns the number
- * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. */
-static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, struct frame_rec *out,
-				      struct pw_scratch *s, __u32 *flags)
+ * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. base (3.15+, else
+ * 0) is the thread state's base frame: a walk that ends anywhere else was torn. */
+static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, __u64 base,
+				      struct frame_rec *out, struct pw_scratch *s, __u32 *flags)
 {
-	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame };
+	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame, .base = base };
 
 	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
 	pw_keep_gen(&w);
 	if (w.frame)
 		w.flags |= SAMPLE_TRUNCATED;
+	else if (base && frame && !w.at_base)
+		w.flags |= SAMPLE_READ_ERR;
 	*flags |= w.flags;
 	return w.n;
+}
+
+/* The base frame of thread state ts (tstate->base_frame points to one embedded in
+ * _PyThreadStateImpl), 0 where the version has none or it cannot be read. */
+static PW_INLINE __u64 pw_base_frame(const struct py_layout *l, __u64 ts)
+{
+	__u64 base = 0;
+
+	if (!l->tstate_base_frame || pw_read(&base, 8, ts + l->tstate_base_frame))
+		return 0;
+	return base;
 }
 
 struct pw_coro {
@@ -413,9 +429,9 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 			return 0;
 		at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
 		/* the value stack lies inside the frame, past its fixed part */
-		if (at < frame + 16 || at - frame > 0x10000)
+		if (at < frame + 16 + 8 * (__u64)a->yf_slots || at - frame > 0x10000)
 			return 0;
-		at -= 8;
+		at -= 8 * (__u64)(a->yf_slots & 3);
 		break;
 	default:
 		return 0;
@@ -431,7 +447,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 	const struct py_async_layout *a = &p->async;
 	struct pw_scratch *s = w->s;
 	__u64 gen = w->gen, frame = 0, code, yf;
-	__s8 state = -1;
+	__s8 state = -1, executing = a->gen_executing;
 	__u32 n = w->n;
 
 	(void)i;
@@ -444,7 +460,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 		if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
 			return 1; /* finished */
 	} else {
-		if (pw_read(&state, 1, gen + a->gen_frame_state) || state > PW_GEN_EXECUTING)
+		if (pw_read(&state, 1, gen + a->gen_frame_state) || state > executing)
 			return 1; /* finished */
 		frame = gen + a->gen_frame;
 	}
@@ -454,17 +470,17 @@ static long pw_coro_step(__u32 i, void *ctx)
 	}
 	if (a->frame_state) { /* 3.10 */
 		state = (__s8)s->frame[PW_OFF(a->frame_state)];
-		if (state > PW_GEN_EXECUTING)
+		if (state > executing)
 			return 1;
 	} else if (a->yf_kind == PY_YF_LASTI_BYTES &&
 		   !PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) &&
 		   PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0) {
-		state = PW_GEN_EXECUTING; /* 3.8-3.9: no value stack while running */
+		state = executing; /* 3.8-3.9: no value stack while running */
 	}
 	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
-	yf = state == PW_GEN_EXECUTING ? 0 : pw_yield_from(p, frame, state, s);
+	yf = state == executing ? 0 : pw_yield_from(p, frame, state, s);
 	w->out[n].fp = pw_code_fp_cached(p, code, s);
 	w->n = n + 1;
 	w->gen = pw_yf_target(p, yf, &w->awaited);
@@ -502,7 +518,7 @@ static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct 
 	else if (pw_current_frame(&p->layout, ts, &frame))
 		flags |= SAMPLE_READ_ERR;
 	else
-		n = pw_walk_frames(p, frame, smp->frames, s, &flags);
+		n = pw_walk_frames(p, frame, pw_base_frame(&p->layout, ts), smp->frames, s, &flags);
 	smp->hdr.tstate = ts;
 	smp->hdr.nframes = n;
 	smp->hdr.flags = flags;

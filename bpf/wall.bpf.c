@@ -172,11 +172,11 @@ static __always_inline int gen_executing(const struct py_proc *p, __u64 gen)
 	__s8 state = -1;
 
 	if (l->frame_kind != PY_FRAMES_OBJECT)
-		return !pw_read(&state, 1, gen + a->gen_frame_state) && state == PW_GEN_EXECUTING;
+		return !pw_read(&state, 1, gen + a->gen_frame_state) && state == a->gen_executing;
 	if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
 		return 0;
 	if (a->frame_state)
-		return !pw_read(&state, 1, frame + a->frame_state) && state == PW_GEN_EXECUTING;
+		return !pw_read(&state, 1, frame + a->frame_state) && state == a->gen_executing;
 	/* 3.8-3.9: no value stack while running */
 	return !pw_read(&stack, 8, frame + a->frame_stack) && !stack &&
 	       !pw_read(&lasti, 4, frame + l->frame_lasti) && lasti >= 0;
@@ -270,7 +270,8 @@ static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 t
 	} else if (pw_current_frame(&p->layout, ts, &frame)) {
 		flags |= SAMPLE_READ_ERR;
 	} else {
-		n = pw_walk_frames(p, frame, sc->w.s.frames, &sc->pw, &flags);
+		n = pw_walk_frames(p, frame, pw_base_frame(&p->layout, ts), sc->w.s.frames, &sc->pw,
+				   &flags);
 		if (!frame)
 			bpf_map_delete_elem(&tstates, &key);
 	}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The memcpy reader, loaded into a Python process with LD_PRELOAD. It creates the shared
- * memory of user/mcshm.h and handles the profiling signal (SIGRTMIN+7): the signalled
+ * memory of user/readers/mcshm.h and handles the profiling signal (SIGRTMIN+7): the signalled
  * thread walks its own Python state with bpf/pywalk.h, reading with plain memcpy, and
  * writes the record into the ring. A read that faults (the target changed under the
  * walk) is caught by this library's SIGSEGV/SIGBUS handler and ends the walk with

@@ -3,7 +3,6 @@
  * against no profiler, at two rates, in interleaved repetitions. Prints a Markdown table
  * and writes it with a CSV and a plot of cost per sample against stack depth. */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -15,20 +14,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_REPS    20
-#define NREADERS    3
-#define NFREQS	    2
-#define NCONFIGS    (1 + NREADERS * NFREQS)
-#define MAX_DEPTHS  8
-#define SETTLE_S    0.5 /* after the recorder is ready, before the work starts */
-#define RUN_TIMEOUT 120
+#include "benchrun.h"
+#include "benchstats.h"
+#include "readers.h"
+#include "svgplot.h"
+
+#define MAX_REPS   20
+#define NREADERS   3
+#define NFREQS	   2
+#define NCONFIGS   (1 + NREADERS * NFREQS)
+#define MAX_DEPTHS 8
 
 static const char *const readers[NREADERS] = { "bpf", "memcpy", "vmreadv" };
 static const unsigned int freqs[NFREQS] = { 99, 999 };
@@ -47,37 +46,17 @@ struct opts {
 	int reps;
 	const char *python, *out, *workload;
 	char record[PATH_MAX], preload[PATH_MAX], script[PATH_MAX];
+	char profile[PATH_MAX], stats[PATH_MAX]; /* the recorder's, in a temporary directory */
 	int requests, work;
-};
-
-/* one stack of a profile, normalized (no pid, tid or task numbers) */
-struct stack {
-	char *key;
-	double n;
-};
-
-struct profile {
-	struct stack *v;
-	size_t n, cap;
-	double total;
-};
-
-struct run {
-	double wall, cpu; /* target: work's wall and CPU seconds */
-	double prof_cpu;  /* profiler's CPU seconds */
-	double cost_ns;	  /* read cost per sample: the median of the run's samples */
-	double mean_ns;	  /* and their mean */
-	double taken, recorded, lost;
-	int ok;
 };
 
 struct config {
 	int reader; /* -1: none */
 	unsigned int freq;
-	struct run runs[MAX_REPS];
+	struct bench_result runs[MAX_REPS];
 	int nruns;
-	struct profile prof, half[2]; /* all runs; even and odd runs */
-	struct profile leaf, leaf_half[2];
+	struct profile *prof, *half[2]; /* all runs; even and odd runs */
+	struct profile *leaf, *leaf_half[2];
 };
 
 static void die(const char *fmt, ...)
@@ -100,356 +79,74 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (time_t)s) * 1e9) };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* --- profiles ------------------------------------------------------------------------ */
 
-static void prof_add(struct profile *p, const char *key, double n)
+/* f interned in p, an unnamed task's number dropped (Task-N): it differs between runs. */
+static uint32_t frame_in(struct profile *p, const struct frame_sym *f)
 {
-	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->v[i].key, key)) {
-			p->v[i].n += n;
-			p->total += n;
-			return;
-		}
-	if (p->n == p->cap) {
-		p->cap = p->cap ? p->cap * 2 : 256;
-		p->v = realloc(p->v, p->cap * sizeof(*p->v));
-		if (!p->v)
-			die("out of memory");
-	}
-	p->v[p->n].key = strdup(key);
-	if (!p->v[p->n].key)
+	const char *r = f->name;
+	char name[512];
+
+	if (f->kind != FRAME_TASK || strncmp(r, "Task-", 5) || r[5] < '0' || r[5] > '9')
+		return profile_frame(p, f->kind, f->name, f->file, f->line);
+	for (r += 5; *r >= '0' && *r <= '9'; r++)
+		;
+	snprintf(name, sizeof(name), "Task-N%s", r);
+	return profile_frame(p, f->kind, name, NULL, 0);
+}
+
+/* Adds a run's collapsed profile to c's: its stacks without their process and thread
+ * frames (a stack of those alone keeps them), and their leaves. */
+static void add_run_profile(struct config *c, int half, const char *path)
+{
+	/* whole stacks into the first two, leaves into the others */
+	struct profile *run = profile_new(),
+		       *to[] = { c->prof, c->half[half], c->leaf, c->leaf_half[half] };
+	const struct stack_ent *s;
+	size_t len, n;
+	char *buf = bench_read_file(path, &len), why[256];
+
+	if (!run || !buf)
 		die("out of memory");
-	p->v[p->n++].n = n;
-	p->total += n;
-}
+	if (collapsed_read(buf, len, run, why, sizeof(why)))
+		fprintf(stderr, "asyncbpf-bench: %s: %s\n", path, why);
+	s = profile_stacks(run, &n);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t *ids = malloc(s[i].n * sizeof(*ids) + 1);
 
-static double prof_get(const struct profile *p, const char *key)
-{
-	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->v[i].key, key))
-			return p->v[i].n;
-	return 0;
-}
+		if (!ids)
+			die("out of memory");
+		for (int d = 0; d < 4 && s[i].n; d++) {
+			uint32_t from = d >= 2 ? s[i].n - 1 : s[i].n > 2 ? 2 : 0;
 
-/* sum over stacks of min(p_a, p_b), the shares of each profile */
-static double overlap(const struct profile *a, const struct profile *b)
-{
-	double sum = 0;
-
-	if (!a->total || !b->total)
-		return NAN;
-	for (size_t i = 0; i < a->n; i++) {
-		double pa = a->v[i].n / a->total, pb = prof_get(b, a->v[i].key) / b->total;
-
-		sum += pa < pb ? pa : pb;
-	}
-	return sum;
-}
-
-/* Drops the process and thread frames and the numbers of unnamed tasks (Task-N), which
- * differ between runs. */
-static void normalize(char *stack)
-{
-	char *p = strchr(stack, ';'), *w, *r;
-
-	if (p)
-		p = strchr(p + 1, ';');
-	memmove(stack, p ? p + 1 : stack, strlen(p ? p + 1 : stack) + 1);
-	for (r = w = stack; *r;) {
-		if (!strncmp(r, "<task Task-", 11) && r[11] >= '0' && r[11] <= '9') {
-			r += 11; /* past the digits before writing over them */
-			while (*r >= '0' && *r <= '9')
-				r++;
-			memcpy(w, "<task Task-N", 12);
-			w += 12;
-			continue;
-		}
-		*w++ = *r++;
-	}
-	*w = 0;
-}
-
-static void read_profile(const char *path, struct profile *all, struct profile *half,
-			 struct profile *leaf, struct profile *leaf_half)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-
-	if (!f)
-		return;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		char *sp = strrchr(line, ' '), *lf;
-		double n;
-
-		if (!sp)
-			continue;
-		*sp = 0;
-		n = atof(sp + 1);
-		normalize(line);
-		prof_add(all, line, n);
-		prof_add(half, line, n);
-		lf = strrchr(line, ';');
-		prof_add(leaf, lf ? lf + 1 : line, n);
-		prof_add(leaf_half, lf ? lf + 1 : line, n);
-	}
-	free(line);
-	fclose(f);
-}
-
-/* --- runs ---------------------------------------------------------------------------- */
-
-/* A value after "label: " in the recorder's --stats output, NAN if absent. */
-static double stat_of(const char *text, const char *label)
-{
-	const char *p = text;
-	size_t l = strlen(label);
-
-	while ((p = strstr(p, label))) {
-		if ((p == text || p[-1] == '\n') && p[l] == ':')
-			return atof(p + l + 1);
-		p += l;
-	}
-	return NAN;
-}
-
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, n + 1);
-	if (buf && fread(buf, 1, n, f) != (size_t)n)
-		buf[0] = 0;
-	fclose(f);
-	return buf ? buf : strdup("");
-}
-
-static double tv_s(struct timeval tv)
-{
-	return tv.tv_sec + tv.tv_usec / 1e6;
-}
-
-/* Reads one line from fd into buf (up to a newline), waiting up to timeout s. */
-static int read_line(int fd, char *buf, size_t len, double timeout)
-{
-	size_t n = 0;
-	double end = now_s() + timeout;
-
-	while (n + 1 < len && now_s() < end) {
-		char c;
-		ssize_t r = read(fd, &c, 1);
-
-		if (r <= 0)
-			return -1;
-		if (c == '\n') {
-			buf[n] = 0;
-			return 0;
-		}
-		buf[n++] = c;
-	}
-	return -1;
-}
-
-static pid_t spawn(char *const argv[], const char *preload, int in_fd, int out_fd, int err_fd)
-{
-	pid_t pid = fork();
-
-	if (pid < 0)
-		die("fork: %s", strerror(errno));
-	if (pid)
-		return pid;
-	if (in_fd >= 0)
-		dup2(in_fd, 0);
-	if (out_fd >= 0)
-		dup2(out_fd, 1);
-	if (err_fd >= 0)
-		dup2(err_fd, 2);
-	if (preload)
-		setenv("LD_PRELOAD", preload, 1);
-	else
-		unsetenv("LD_PRELOAD");
-	execvp(argv[0], argv);
-	_exit(127);
-}
-
-/* The recorder handles SIGINT once its reader is loaded (for bpf, once the kernel has
- * accepted the program): then it is about to sample. */
-static int wait_ready(pid_t rec)
-{
-	char path[64], buf[4096], *p;
-	double end = now_s() + 60;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", rec);
-	while (now_s() < end) {
-		FILE *f = fopen(path, "r");
-		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-
-		if (f)
-			fclose(f);
-		buf[n] = 0;
-		p = strstr(buf, "SigCgt:");
-		if (!p)
-			break; /* exited */
-		if (strtoull(p + 7, NULL, 16) & (1ULL << (SIGINT - 1)))
-			return 0;
-		sleep_s(0.02);
-	}
-	fprintf(stderr, "asyncbpf-bench: asyncbpf-record did not start\n");
-	return -1;
-}
-
-/* One run of the workload under reader r (-1: none) at freq; depth 0: the mixed one. */
-static struct run run_one(const struct opts *o, const char *tmp, int r, unsigned int freq,
-			  int requests, int work, int depth, struct config *c, int half)
-{
-	char req[16], wk[16], dp[16], fq[16], pidarg[16], outp[PATH_MAX], errp[PATH_MAX];
-	char line[512];
-	char *targv[] = { (char *)o->python, (char *)o->script, req, wk, dp, NULL };
-	int in[2], out[2];
-	struct run res = {
-		.wall = NAN, .cpu = NAN, .prof_cpu = NAN, .cost_ns = NAN, .mean_ns = NAN
-	};
-	struct rusage ru;
-	pid_t target, rec = 0;
-	int st, efd = -1;
-	char *text;
-
-	snprintf(req, sizeof(req), "%d", requests);
-	snprintf(wk, sizeof(wk), "%d", work);
-	snprintf(dp, sizeof(dp), "%d", depth);
-	if (pipe(in) || pipe(out))
-		die("pipe: %s", strerror(errno));
-	target = spawn(targv, r == 1 ? o->preload : NULL, in[0], out[1], -1);
-	close(in[0]);
-	close(out[1]);
-	if (read_line(out[0], line, sizeof(line), 30) || strcmp(line, "READY")) {
-		fprintf(stderr, "asyncbpf-bench: the workload did not start (%s)\n", o->python);
-		goto reap;
-	}
-	if (r >= 0) {
-		char *rargv[] = { (char *)o->record, "--reader", (char *)readers[r], "-p", pidarg,
-				  "-F", fq, "--stats",
-				  /* the creation probe is BPF's alone: all readers get the
-				   * same task maps, from snapshots */
-				  "--no-origins", "-o", outp, NULL };
-
-		snprintf(pidarg, sizeof(pidarg), "%d", target);
-		snprintf(fq, sizeof(fq), "%u", freq);
-		snprintf(outp, sizeof(outp), "%s/profile.txt", tmp);
-		snprintf(errp, sizeof(errp), "%s/stats.txt", tmp);
-		unlink(outp);
-		efd = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		rec = spawn(rargv, NULL, -1, -1, efd);
-		if (wait_ready(rec))
-			goto reap;
-		sleep_s(SETTLE_S);
-	}
-	if (write(in[1], "\n", 1) != 1 || read_line(out[0], line, sizeof(line), RUN_TIMEOUT)) {
-		fprintf(stderr, "asyncbpf-bench: the workload did not finish\n");
-		goto reap;
-	}
-	{
-		char *p;
-		long long result = 0, expected = -1;
-
-		if ((p = strstr(line, "\"result\": ")))
-			result = atoll(p + 10);
-		if ((p = strstr(line, "\"expected\": ")))
-			expected = atoll(p + 12);
-		if ((p = strstr(line, "\"wall\": ")))
-			res.wall = atof(p + 8);
-		if ((p = strstr(line, "\"cpu\": ")))
-			res.cpu = atof(p + 7);
-		if (result != expected)
-			fprintf(stderr, "asyncbpf-bench: wrong result %lld (expected %lld)\n",
-				result, expected);
-		else
-			res.ok = 1;
-	}
-reap:
-	close(in[1]);
-	close(out[0]);
-	if (rec) {
-		kill(rec, SIGINT);
-		if (wait4(rec, &st, 0, &ru) == rec) {
-			res.prof_cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
-			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-				fprintf(stderr,
-					"asyncbpf-bench: asyncbpf-record --reader %s failed (%s "
-					"%d):\n",
-					readers[r], WIFEXITED(st) ? "exit" : "signal",
-					WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-				text = slurp(errp);
-				fputs(text, stderr);
-				free(text);
-				res.ok = 0;
+			for (uint32_t k = from; k < s[i].n; k++) {
+				ids[k - from] =
+					frame_in(to[d], profile_frame_sym(run, s[i].ids[k]));
+				if (ids[k - from] == UINT32_MAX)
+					die("out of memory");
 			}
+			if (profile_add(to[d], ids, s[i].n - from, s[i].count))
+				die("out of memory");
 		}
-		close(efd);
+		free(ids);
 	}
-	kill(target, SIGKILL);
-	waitpid(target, &st, 0);
-	if (rec && res.ok) {
-		text = slurp(errp);
-		res.taken = stat_of(text, r == 0 ? "python samples" : "samples");
-		res.recorded = stat_of(text, "recorded samples");
-		res.lost = stat_of(text, "lost");
-		res.cost_ns = stat_of(text, "median read time per sample");
-		res.mean_ns = stat_of(text, r == 0   ? "walk time per python sample"
-					    : r == 1 ? "handler time per sample"
-						     : "walk time per sample");
-		free(text);
-		if (c)
-			read_profile(outp, &c->prof, &c->half[half], &c->leaf, &c->leaf_half[half]);
-	}
-	return res;
+	profile_free(run);
+	free(buf);
 }
 
-/* --- statistics and output ------------------------------------------------------------ */
+/* --- output -------------------------------------------------------------------------- */
 
-static int cmp_d(const void *a, const void *b)
+/* A field of the configuration's runs that succeeded. */
+static struct bench_summary summary_of(const struct config *c, size_t off)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double v[MAX_REPS];
 
-	return (x > y) - (x < y);
+	for (int i = 0; i < c->nruns; i++)
+		v[i] = c->runs[i].ok ? *(const double *)((const char *)&c->runs[i] + off) : NAN;
+	return bench_summarize(v, c->nruns);
 }
 
-struct summary {
-	double med, min, max;
-	int n;
-};
-
-#define SUMMARIZE(c, field)                                                                        \
-	({                                                                                         \
-		double v_[MAX_REPS];                                                               \
-		struct summary s_ = { NAN, NAN, NAN, 0 };                                          \
-		for (int i_ = 0; i_ < (c)->nruns; i_++)                                            \
-			if ((c)->runs[i_].ok && !isnan((c)->runs[i_].field))                       \
-				v_[s_.n++] = (c)->runs[i_].field;                                  \
-		if (s_.n) {                                                                        \
-			qsort(v_, s_.n, sizeof(double), cmp_d);                                    \
-			s_.min = v_[0];                                                            \
-			s_.max = v_[s_.n - 1];                                                     \
-			s_.med = s_.n % 2 ? v_[s_.n / 2] : (v_[s_.n / 2 - 1] + v_[s_.n / 2]) / 2;  \
-		}                                                                                  \
-		s_;                                                                                \
-	})
+#define SUMMARY(c, field) summary_of(c, offsetof(struct bench_result, field))
 
 static const char *cname(const struct config *c, char *buf, size_t len)
 {
@@ -460,27 +157,11 @@ static const char *cname(const struct config *c, char *buf, size_t len)
 	return buf;
 }
 
-static double mean_of(const struct config *c, size_t off)
-{
-	double sum = 0;
-	int n = 0;
-
-	for (int i = 0; i < c->nruns; i++) {
-		double v = *(const double *)((const char *)&c->runs[i] + off);
-
-		if (c->runs[i].ok && !isnan(v)) {
-			sum += v;
-			n++;
-		}
-	}
-	return n ? sum / n : NAN;
-}
-
 static void write_outputs(const struct opts *o, struct config *cfg,
 			  double (*depth_cost)[MAX_DEPTHS], const int *depths, int ndepths)
 {
 	char path[PATH_MAX], name[64];
-	struct summary bw = SUMMARIZE(&cfg[0], wall), bc = SUMMARIZE(&cfg[0], cpu);
+	struct bench_summary bw = SUMMARY(&cfg[0], wall), bc = SUMMARY(&cfg[0], cpu);
 	FILE *md, *csv;
 
 	snprintf(path, sizeof(path), "%s/readers.md", o->out);
@@ -501,18 +182,17 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < NCONFIGS; i++) {
 		struct config *c = &cfg[i];
-		struct summary w = SUMMARIZE(c, wall), cp = SUMMARIZE(c, cpu),
-			       cost = SUMMARIZE(c, cost_ns), pc = SUMMARIZE(c, prof_cpu),
-			       mean = SUMMARIZE(c, mean_ns);
+		struct bench_summary w = SUMMARY(c, wall), cp = SUMMARY(c, cpu),
+				     cost = SUMMARY(c, cost_ns), pc = SUMMARY(c, prof_cpu),
+				     mean = SUMMARY(c, mean_ns);
 		const struct config *b = c->reader > 0 ? &cfg[1 + (c->freq == freqs[1])] : NULL;
-		double ov = b ? overlap(&c->prof, &b->prof) : NAN,
-		       ovl = b ? overlap(&c->leaf, &b->leaf) : NAN,
-		       self = overlap(&c->half[0], &c->half[1]);
+		double ov = b ? profile_overlap(c->prof, b->prof) : NAN,
+		       ovl = b ? profile_overlap(c->leaf, b->leaf) : NAN,
+		       self = profile_overlap(c->half[0], c->half[1]);
 		/* the target's extra CPU time per sample: the whole cost a sample puts on it,
 		 * signal delivery and kernel entries included (µs) */
-		double tcpu = c->reader < 0 ? NAN
-					    : (cp.med - bc.med) /
-						      mean_of(c, offsetof(struct run, taken)) * 1e6;
+		double tcpu =
+			c->reader < 0 ? NAN : (cp.med - bc.med) / SUMMARY(c, taken).mean * 1e6;
 
 		cname(c, name, sizeof(name));
 		fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) | %.3f | %.3f | %.3f |", name, w.n, w.med,
@@ -525,18 +205,16 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 				"%s%.3f / "
 				"%.3f | %.3f |\n",
 				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, mean.med / 1e3,
-				tcpu, pc.med, mean_of(c, offsetof(struct run, taken)),
-				mean_of(c, offsetof(struct run, recorded)),
-				mean_of(c, offsetof(struct run, lost)), b ? "" : "(is bpf) ",
-				b ? ov : 1.0, b ? ovl : 1.0, self);
+				tcpu, pc.med, SUMMARY(c, taken).mean, SUMMARY(c, recorded).mean,
+				SUMMARY(c, lost).mean, b ? "" : "(is bpf) ", b ? ov : 1.0,
+				b ? ovl : 1.0, self);
 		fprintf(csv,
 			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
 			"%.0f,%.0f,%.4f,%.4f\n",
 			name, c->reader < 0 ? "none" : readers[c->reader], c->freq, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min,
-			cost.max, tcpu * 1e3, pc.med, mean_of(c, offsetof(struct run, taken)),
-			mean_of(c, offsetof(struct run, recorded)),
-			mean_of(c, offsetof(struct run, lost)), ov, self);
+			cost.max, tcpu * 1e3, pc.med, SUMMARY(c, taken).mean,
+			SUMMARY(c, recorded).mean, SUMMARY(c, lost).mean, ov, self);
 	}
 	fprintf(md,
 		"\nPairwise overlap of the readers' profiles (all runs at a rate together):\n\n");
@@ -544,8 +222,9 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	for (int f = 0; f < NFREQS; f++) {
 		struct config *b = &cfg[1 + f], *m = &cfg[3 + f], *v = &cfg[5 + f];
 
-		fprintf(md, "| %u | %.3f | %.3f | %.3f |\n", freqs[f], overlap(&b->prof, &m->prof),
-			overlap(&b->prof, &v->prof), overlap(&m->prof, &v->prof));
+		fprintf(md, "| %u | %.3f | %.3f | %.3f |\n", freqs[f],
+			profile_overlap(b->prof, m->prof), profile_overlap(b->prof, v->prof),
+			profile_overlap(m->prof, v->prof));
 	}
 	fprintf(md, "\nCost per sample (µs) against the workload's stack depth, 999 Hz:\n\n"
 		    "| depth | bpf | memcpy | vmreadv |\n|---|---|---|---|\n");
@@ -566,76 +245,47 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	fclose(csv);
 }
 
-/* A log-scale line plot of cost per sample against depth, as plain SVG. */
 static void write_svg(const struct opts *o, double (*cost)[MAX_DEPTHS], const int *depths, int nd)
 {
 	static const char *const colors[NREADERS] = { "#1f77b4", "#d62728", "#2ca02c" };
-	const double W = 640, H = 400, L = 70, R = 130, T = 30, B = 50;
-	double lo = 1e9, hi = 0, xmax = depths[nd - 1];
+	struct svgplot_series series[NREADERS];
+	struct svgplot plot = { .title = "Read cost per sample against stack depth (999 Hz)",
+				.xlabel = "coroutine chain depth",
+				.yunit = "µs",
+				.yscale = 1e3,
+				.x = depths,
+				.nx = nd,
+				.series = series,
+				.nseries = NREADERS };
 	char path[PATH_MAX];
-	FILE *f;
 
 	for (int r = 0; r < NREADERS; r++)
-		for (int d = 0; d < nd; d++)
-			if (cost[r][d] > 0) {
-				lo = fmin(lo, cost[r][d]);
-				hi = fmax(hi, cost[r][d]);
-			}
-	if (hi <= 0)
-		return;
-	lo = pow(10, floor(log10(lo)));
-	hi = pow(10, ceil(log10(hi)));
-	if (hi <= lo)
-		hi = lo * 10;
+		series[r] = (struct svgplot_series){ readers[r], colors[r], cost[r] };
 	snprintf(path, sizeof(path), "%s/depth.svg", o->out);
-	f = fopen(path, "w");
-	if (!f)
+	if (svgplot_write(path, &plot) < 0)
 		die("cannot write %s: %s", path, strerror(errno));
-#define X(v) (L + (v) / xmax * (W - L - R))
-#define Y(v) (H - B - (log10(v) - log10(lo)) / (log10(hi) - log10(lo)) * (H - T - B))
-	fprintf(f,
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-		"font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" "
-		"height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"18\">Read cost per sample "
-		"against stack depth (999 Hz)</text>\n",
-		W, H, L);
-	for (double v = lo; v <= hi * 1.001; v *= 10)
-		fprintf(f,
-			"<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%g µs</text>\n",
-			L, W - R, Y(v), Y(v), L - 6, Y(v) + 4, v / 1e3);
-	for (int d = 0; d < nd; d++)
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%d</text>\n",
-			X(depths[d]), H - B + 18, depths[d]);
-	fprintf(f,
-		"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">coroutine chain depth</text>\n",
-		(L + W - R) / 2, H - 12);
-	fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L,
-		W - R, H - B, H - B);
-	fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", L,
-		L, T, H - B);
-	for (int r = 0; r < NREADERS; r++) {
-		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
-			colors[r]);
-		for (int d = 0; d < nd; d++)
-			if (cost[r][d] > 0)
-				fprintf(f, "%.1f,%.1f ", X(depths[d]), Y(cost[r][d]));
-		fprintf(f, "\"/>\n");
-		for (int d = 0; d < nd; d++)
-			if (cost[r][d] > 0)
-				fprintf(f,
-					"<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>\n",
-					X(depths[d]), Y(cost[r][d]), colors[r]);
-		fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s</text>\n", W - R + 10,
-			T + 20 + 18 * r, colors[r], readers[r]);
-	}
-	fprintf(f, "</svg>\n");
-#undef X
-#undef Y
-	fclose(f);
 }
 
 /* --- main ---------------------------------------------------------------------------- */
+
+/* One run of the workload under reader r (-1: none) at freq; depth 0: the mixed one. */
+static struct bench_result run_one(const struct opts *o, int r, unsigned int freq, int requests,
+				   int depth)
+{
+	struct bench_workload w = { .python = o->python,
+				    .script = o->script,
+				    .requests = requests,
+				    .work = o->work,
+				    .depth = depth,
+				    .preload = r == 1 ? o->preload : NULL };
+	struct bench_recorder rec = { .path = o->record,
+				      .reader = r >= 0 ? readers[r] : NULL,
+				      .freq = freq,
+				      .output = o->profile,
+				      .stats = o->stats };
+
+	return bench_run("asyncbpf-bench", &w, r >= 0 ? &rec : NULL);
+}
 
 static void locate(struct opts *o)
 {
@@ -729,11 +379,12 @@ int main(int argc, char **argv)
 	static const int quick_depths[] = { 10, 30, 60, 120 };
 	static const int full_depths[] = { 5, 15, 30, 60, 120, 240 };
 	double depth_cost[NREADERS][MAX_DEPTHS] = {};
-	char tmp[] = "/tmp/asyncbpf-bench.XXXXXX", md[PATH_MAX];
+	char tmp[] = "/tmp/asyncbpf-bench.XXXXXX", md[PATH_MAX], *text;
 	struct opts o = {};
 	const int *depths;
 	int ndepths, failed = 0;
 	double t0 = now_s();
+	size_t len;
 
 	parse_args(argc, argv, &o);
 	if (geteuid())
@@ -743,36 +394,46 @@ int main(int argc, char **argv)
 		die("cannot create %s: %s", o.out, strerror(errno));
 	if (!mkdtemp(tmp))
 		die("cannot create a temporary directory: %s", strerror(errno));
+	snprintf(o.profile, sizeof(o.profile), "%s/profile.txt", tmp);
+	snprintf(o.stats, sizeof(o.stats), "%s/stats.txt", tmp);
 	signal(SIGPIPE, SIG_IGN);
 	depths = o.quick ? quick_depths : full_depths;
 	ndepths = o.quick ? 4 : 6;
 
-	cfg[0].reader = -1;
-	for (int r = 0; r < NREADERS; r++)
-		for (int f = 0; f < NFREQS; f++) {
-			cfg[1 + r * NFREQS + f].reader = r;
-			cfg[1 + r * NFREQS + f].freq = freqs[f];
+	for (int i = 0; i < NCONFIGS; i++) {
+		struct config *c = &cfg[i];
+
+		c->reader = i ? (i - 1) / NFREQS : -1;
+		c->freq = i ? freqs[(i - 1) % NFREQS] : 0;
+		c->prof = profile_new();
+		c->leaf = profile_new();
+		for (int h = 0; h < 2; h++) {
+			c->half[h] = profile_new();
+			c->leaf_half[h] = profile_new();
 		}
+		if (!c->prof || !c->leaf || !c->half[0] || !c->half[1] || !c->leaf_half[0] ||
+		    !c->leaf_half[1])
+			die("out of memory");
+	}
 	/* interleaved: every repetition runs each configuration once, in a rotated order */
 	for (int rep = 0; rep < o.reps; rep++) {
 		for (int k = 0; k < NCONFIGS; k++) {
 			struct config *c = &cfg[(k + rep) % NCONFIGS];
+			struct bench_result *x = &c->runs[c->nruns++];
 			char name[64];
 
-			c->runs[c->nruns] = run_one(&o, tmp, c->reader, c->freq, o.requests, o.work,
-						    0, c, rep % 2);
-			if (!c->runs[c->nruns].ok)
+			*x = run_one(&o, c->reader, c->freq, o.requests, 0);
+			if (!x->ok)
 				failed++;
+			else if (c->reader >= 0)
+				add_run_profile(c, rep % 2, o.profile);
 			fprintf(stderr, "asyncbpf-bench: rep %d %-18s wall %.3f s cost %.0f ns\n",
-				rep + 1, cname(c, name, sizeof(name)), c->runs[c->nruns].wall,
-				c->runs[c->nruns].cost_ns);
-			c->nruns++;
+				rep + 1, cname(c, name, sizeof(name)), x->wall, x->cost_ns);
 		}
 	}
 	for (int d = 0; d < ndepths; d++)
 		for (int r = 0; r < NREADERS; r++) {
-			struct run x = run_one(&o, tmp, r, 999, o.quick ? 4 : 12, o.work, depths[d],
-					       NULL, 0);
+			struct bench_result x = run_one(&o, r, 999, o.quick ? 4 : 12, depths[d]);
 
 			depth_cost[r][d] = x.ok ? x.cost_ns : NAN;
 			fprintf(stderr, "asyncbpf-bench: depth %d %s: %.0f ns per sample\n",
@@ -780,22 +441,14 @@ int main(int argc, char **argv)
 		}
 	write_outputs(&o, cfg, depth_cost, depths, ndepths);
 	write_svg(&o, depth_cost, depths, ndepths);
-	{
-		char path[PATH_MAX];
-
-		snprintf(path, sizeof(path), "%s/profile.txt", tmp);
-		unlink(path);
-		snprintf(path, sizeof(path), "%s/stats.txt", tmp);
-		unlink(path);
-		rmdir(tmp);
-	}
+	unlink(o.profile);
+	unlink(o.stats);
+	rmdir(tmp);
 	snprintf(md, sizeof(md), "%s/readers.md", o.out);
-	{
-		char *text = slurp(md);
-
+	text = bench_read_file(md, &len);
+	if (text)
 		fputs(text, stdout);
-		free(text);
-	}
+	free(text);
 	printf("\n%d runs failed; %.0f s; written to %s/\n", failed, now_s() - t0, o.out);
 	return failed ? 1 : 0;
 }

@@ -23,7 +23,7 @@
 static const char usage[] =
 	"usage: asyncbpf-tasks [--watch SECONDS] PID\n"
 	"\n"
-	"Prints the asyncio tasks of a Python process (CPython 3.8-3.13) as a tree of who\n"
+	"Prints the asyncio tasks of a Python process (CPython 3.8-3.15) as a tree of who\n"
 	"awaits whom, read from its memory without stopping it.\n"
 	"\n"
 	"  --watch SECONDS  first watch task creation this long (default 1; 0: don't), so\n"
@@ -63,20 +63,16 @@ static int watch(const struct py_target *t, double seconds, struct sampler **out
 		 size_t len)
 {
 	struct sampler_opts so = { .cb = on_sample };
-	char path[PATH_MAX + 64];
 	struct timespec ts;
-	uint64_t off;
 	int ret;
 
 	if (sampler_open(out, &so, why, len))
 		return -1;
 	ret = sampler_add_proc(*out, t->pid, &t->proc);
 	if (!ret)
-		ret = atasks_task_init(t, path, sizeof(path), &off);
+		ret = atasks_watch_creations(*out, t);
 	if (ret == -ENOENT)
 		return 0; /* asyncio not imported: nothing to watch */
-	if (!ret)
-		ret = sampler_attach_task_init(*out, t->pid, path, off);
 	if (ret) {
 		snprintf(why, len, "pid %d: cannot watch task creation: %s", t->pid,
 			 strerror(-ret));

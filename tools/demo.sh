@@ -70,6 +70,8 @@ echo "demo: $REC -F $FREQ -o demo.pb.gz -- $PY $DEMO/service.py ..."
 	>"$tmp/service.out" &
 rec=$!
 
+# the service starts once the recorder samples: loading its BPF programs takes seconds,
+# tens of them on a loaded machine
 i=0
 until [ -s "$tmp/port" ]; do
 	kill -0 "$rec" 2>/dev/null || {
@@ -78,7 +80,7 @@ until [ -s "$tmp/port" ]; do
 		die "the service or the recorder exited before the service listened"
 	}
 	i=$((i + 1))
-	[ "$i" -le 300 ] || die "the service did not listen within 30 s"
+	[ "$i" -le 1200 ] || die "the service did not listen within 120 s"
 	sleep 0.1
 done
 read -r port service <"$tmp/port"

@@ -2,6 +2,8 @@
 # Installs from Debian's archive whatever the build and the tests need and is missing.
 set -e
 pkgs="make gcc clang libclang-rt-14-dev libbpf-dev bpftool libelf-dev zlib1g-dev python3 python3-pytest python3-uvloop"
+# the Debian trees of the integration suite (tools/trees.sh), their signatures checked
+pkgs="$pkgs debootstrap debian-archive-keyring gpgv wget"
 # the demo service (make demo) and its test
 pkgs="$pkgs python3-aiohttp python3-numpy"
 # pprof's reader (go tool pprof) and a headless browser for the output-format tests

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* libFuzzer target: reading code objects, str and bytes objects and walking frames and
- * coroutines in a hostile address space. mem_read (user/memread.c) is replaced by a
+ * coroutines in a hostile address space. mem_read (user/process/memread.c) is replaced by a
  * reader over the input, so every pointer the library follows lands in fuzzed bytes.
  *
  * Input: byte 0 picks the version (3.8-3.13), bytes 1-8 the generator type address the
@@ -90,7 +90,7 @@ static void walk(struct py_target *t)
 	uint32_t flags = 0, n;
 	__u64 awaited;
 
-	n = pw_walk_frames(&t->proc, MEM_BASE, out, &s, &flags);
+	n = pw_walk_frames(&t->proc, MEM_BASE, 0, out, &s, &flags);
 	if (n > MAX_FRAMES)
 		abort();
 	n = pw_walk_coro(&t->proc, MEM_BASE + 8, out, n, PW_FRAMES_CAP, &s, &awaited, &flags);

@@ -1,14 +1,19 @@
 """Helpers for the integration tests: interpreter discovery, workloads, running
 asyncbpf-record and parsing its collapsed output."""
+import atexit
 import glob
 import json
 import os
 import re
 import selectors
 import shutil
+import signal
 import subprocess
+import tempfile
 import threading
 import time
+
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The build to test: build/, or another variant of it (make test-sanitize: build-san/).
@@ -33,21 +38,250 @@ ASAN = _asan_build()
 # run only these; the others are reported as skipped.
 SELECTED = [s.strip() for s in os.environ.get("ASYNCBPF_INTERPRETERS", "").split(",") if s.strip()]
 WORKLOADS = os.path.join(REPO, "tests", "workloads")
-SUPPORTED_MINORS = range(8, 14)  # 3.8 .. 3.13 (3.14 only by ASYNCBPF_EXTRA_PYTHONS)
+SUPPORTED_MINORS = range(8, 16)  # 3.8 .. 3.15
 PROG = "asyncbpf-record: "
 # Start-up and run timeouts are multiplied by this: an emulated guest (make test-kernels)
 # runs Python about 10 times slower, fork and exec about 40 times.
 TIMEOUT_SCALE = float(os.environ.get("ASYNCBPF_TIMEOUT_SCALE") or 1)
+# Debian's own builds (stripped, _asyncio a separate module) run in chroots that
+# tools/trees.sh builds and caches (make trees); tree name -> the minors run in it
+CACHE = os.environ.get("ASYNCBPF_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "asyncbpf")
+TREES = os.path.join(CACHE, "trees")
+# (3.13s last: tests that take any one interpreter take the last or the one before it)
+TREE_PYTHONS = {"sid": (14, 15, 13), "trixie": (13,)}
+TREE_RUN = os.path.join(REPO, "tools", "tree-run.sh")
+# How long a recording may take beyond its own -d before it counts as hung: loading and
+# verifying the BPF programs took 25 s on the loaded 2-core machine the suite runs on
+# (other builds and test runs beside it), a sanitizer build is slower still.
+RECORD_TIMEOUT = 180
+
+
+def named_pids(line):
+    """The pids a message names: "pid N" or a /proc/N/ path (a number elsewhere in it,
+    a count or an address, is not a pid, and may equal one of another process)."""
+    return {int(a or b) for a, b in re.findall(r"\bpid (\d+)|/proc/(\d+)/", line)}
+
+
+def wait_for(cond, timeout, what, interval=0.05):
+    """Polls cond() until it returns something true, and returns that; after timeout
+    seconds fails with what was waited for (a condition, never a guessed delay: the
+    machine these tests run on may be loaded)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def proc_exe(pid):
+    """The image pid runs (/proc/PID/exe), or None once it is gone."""
+    try:
+        return os.readlink("/proc/%d/exe" % pid)
+    except OSError:
+        return None
+
+
+def cpu_seconds(who):
+    """CPU time a process has run, all its threads, or one thread given as (pid, tid),
+    from schedstat (nanoseconds, not the tick-sampled utime); None once it is gone."""
+    pid, tid = who if isinstance(who, tuple) else (who, None)
+    paths = (["/proc/%d/task/%d/schedstat" % (pid, tid)] if tid else
+             glob.glob("/proc/%d/task/*/schedstat" % pid))
+    total = 0
+    for path in paths:
+        try:
+            with open(path) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            if tid:
+                return None  # a thread of a process may end meanwhile, and take its time along
+    if not paths or not os.path.exists("/proc/%d" % pid):
+        return None
+    return total / 1e9
+
+
+def wait_cpu(who, seconds, timeout, what="CPU time"):
+    """Waits until each of who (pids, or (pid, tid) for one thread) has run `seconds`
+    more CPU time than when called. A sampler at F Hz then took about F * seconds samples
+    of each, however loaded the machine (a busy machine stretches wall time, not CPU
+    time)."""
+    who = list(who)
+    base = {w: cpu_seconds(w) for w in who}
+    gone = [w for w, c in base.items() if c is None]
+    assert not gone, "%s gone before running %s" % (gone, what)
+
+    def done():
+        now = {w: cpu_seconds(w) for w in who}
+        ended = [w for w, c in now.items() if c is None]
+        assert not ended, "%s exited while waiting for %s" % (ended, what)
+        return all(now[w] - base[w] >= seconds for w in who)
+    wait_for(done, timeout, "%gs of %s in each of %s" % (seconds, what, who), 0.1)
+
+
+def online_cpus():
+    """How many CPUs are online (the sampler opens one cpu-clock event on each)."""
+    try:
+        with open("/sys/devices/system/cpu/online") as f:
+            spans = f.read().strip().split(",")
+        n = 0
+        for span in spans:
+            a, _, b = span.partition("-")
+            n += int(b or a) - int(a) + 1
+        return n
+    except (OSError, ValueError):
+        return len(os.sched_getaffinity(0))
+
+
+def _fdinfos(pid):
+    """[(link target, fdinfo text)] of pid's descriptors (those that vanish are left out)."""
+    out = []
+    try:
+        fds = os.listdir("/proc/%d/fd" % pid)
+    except OSError:
+        return out
+    for fd in fds:
+        try:
+            target = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            with open("/proc/%d/fdinfo/%s" % (pid, fd)) as f:
+                out.append((target, f.read()))
+        except OSError:
+            continue
+    return out
+
+
+def is_sampling(pid):
+    """Whether asyncbpf-record pid samples: a cpu-clock perf event attached on every
+    online CPU. Kernels that describe perf links in fdinfo (6.6+) tell these from the
+    uprobes on task creation, which are perf events too and are attached earlier, while
+    the first processes are examined; on older ones any perf event has to do."""
+    fds = _fdinfos(pid)
+    perf_links = [i for t, i in fds if t == "anon_inode:bpf_link"
+                  and re.search(r"^link_type:\s*perf$", i, re.M)]
+    if any(re.search(r"^event_type:", i, re.M) for i in perf_links):
+        events = [i for i in perf_links if re.search(r"^event_type:\s*event$", i, re.M)]
+        return len(events) >= online_cpus()
+    return any("perf_event" in t for t, _ in fds)
+
+
+def wait_sampling(rec, timeout=RECORD_TIMEOUT):
+    """Returns rec (a Popen of asyncbpf-record) once it samples: loading and verifying
+    the BPF programs takes seconds, many on a loaded machine; a sanitizer build is
+    slower still."""
+    try:
+        wait_for(lambda: rec.poll() is not None or is_sampling(rec.pid), timeout,
+                 "asyncbpf-record (pid %d) to sample on every CPU" % rec.pid)
+        if rec.poll() is None:
+            return rec
+    except AssertionError as e:
+        why = str(e)
+    else:
+        why = "asyncbpf-record exited before sampling"
+    rec.kill()
+    out, err = rec.communicate()
+    raise AssertionError("%s (rc %s): %s" % (why, rec.returncode,
+                                             err.decode(errors="replace")[-2000:]))
+
+
+class StderrLines:
+    """Reads a Popen's stderr (bytes) in a thread, so that a test can wait for a line
+    while the process runs; text() is everything read, once the process has ended."""
+
+    def __init__(self, proc):
+        self.lines, self.times = [], []
+        self.thread = threading.Thread(target=self._read, args=(proc.stderr,), daemon=True)
+        self.thread.start()
+
+    def _read(self, f):
+        for line in f:
+            self.times.append(time.monotonic())
+            self.lines.append(line.decode(errors="replace"))
+
+    def find(self, pattern):
+        """The first line read so far that matches the regular expression, or None."""
+        return next((l for l in list(self.lines) if re.search(pattern, l)), None)
+
+    def when(self, pattern):
+        """When (time.monotonic()) the first line matching pattern was read, or None."""
+        return next((t for t, l in zip(list(self.times), list(self.lines))
+                     if re.search(pattern, l)), None)
+
+    def text(self, timeout=30):
+        self.thread.join(timeout)
+        return "".join(self.lines)
+
+
+def bpftool_json(*args):
+    p = subprocess.run(["bpftool", "-j"] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    assert p.returncode == 0, "bpftool %s: %s" % (" ".join(args), p.stderr.decode())
+    return json.loads(p.stdout.decode() or "null")
+
+
+def bpf_map_ids(pid):
+    """Ids of the BPF maps pid holds open."""
+    ids = set()
+    for target, info in _fdinfos(pid):
+        m = re.search(r"^map_id:\s*(\d+)", info, re.M)
+        if target == "anon_inode:bpf-map" and m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
+def _entry_pid(name, entry):
+    key = entry.get("formatted", entry)["key"] if "formatted" in entry else entry["key"]
+    if isinstance(key, list):  # raw bytes as hex strings, little endian
+        raw = bytes(int(b, 16) for b in key)
+        return int.from_bytes(raw[4:8] if name == "tstates" else raw[:4], "little")
+    if isinstance(key, dict):
+        return int(key["pid"])
+    return int(key) >> 32 if name == "tstates" else int(key)
+
+
+def map_entry_pids(pid, names):
+    """{map name: [pid of each entry]} of asyncbpf-record pid's per-process BPF maps
+    among names (procs, tstates, coro_task, task_serials, task_links)."""
+    out = {}
+    for mid in bpf_map_ids(pid):
+        info = bpftool_json("map", "show", "id", str(mid))
+        name = info.get("name")
+        if name in names:
+            out[name] = [_entry_pid(name, e) for e in bpftool_json("map", "dump", "id", str(mid))]
+    return out
+
+
+def tracked_pids(rec_pid):
+    """The processes asyncbpf-record rec_pid profiles now: the keys of its procs map
+    (needs bpftool)."""
+    return set(map_entry_pids(rec_pid, ("procs",)).get("procs", ()))
+
+
+def wait_tracked(rec, pids, timeout=RECORD_TIMEOUT):
+    """Waits until asyncbpf-record rec (a Popen) has examined pids and profiles them."""
+    if not shutil.which("bpftool"):
+        pytest.skip("no bpftool (make deps): it shows which processes the recorder profiles")
+    pids = set(pids)
+
+    def done():
+        assert rec.poll() is None, "asyncbpf-record exited (rc %s) while waiting for it to " \
+            "profile pids %s" % (rec.returncode, sorted(pids))
+        return pids <= tracked_pids(rec.pid)
+    wait_for(done, timeout, "asyncbpf-record to examine and profile pids %s" % sorted(pids), 0.2)
 
 
 def selected(id):
-    return not SELECTED or any(id == s or id.startswith(s + ".") for s in SELECTED)
+    return not SELECTED or any(id == s or id.startswith((s + ".", s + "-")) for s in SELECTED)
 
 
 class Interp:
-    def __init__(self, id, path=None, missing=None):
+    def __init__(self, id, path=None, missing=None, tree=None, inner=None):
         self.id = id
         self.path = path
+        # a Debian tree's interpreter: path is a wrapper that runs inner in tree (tree_run)
+        self.tree, self.inner = tree, inner
         self.missing = missing  # reason to skip, or None
         if not missing and not selected(id):
             self.missing = "not selected by ASYNCBPF_INTERPRETERS=%s" % ",".join(SELECTED)
@@ -56,9 +290,12 @@ class Interp:
             try:
                 out = subprocess.run(
                     [path, "-c", "import sys; print('%d %d %d' % sys.version_info[:3])"],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    timeout=30 * TIMEOUT_SCALE, universal_newlines=True)
-                self.version = tuple(int(x) for x in out.stdout.split())
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30 * TIMEOUT_SCALE,
+                    universal_newlines=True, cwd=WORKLOADS)  # a tree has this directory
+                words = out.stdout.split()
+                if len(words) != 3 or not all(w.isdigit() for w in words):
+                    raise ValueError(" ".join(out.stdout.strip().splitlines()[-2:]))
+                self.version = tuple(int(x) for x in words)
             except (OSError, ValueError, subprocess.SubprocessError) as e:
                 self.missing = "%s does not run: %s" % (path, e)
 
@@ -106,19 +343,82 @@ def _pyenv_versions():
     return found
 
 
+_wrappers = []
+
+
+def _wrapper_dir():
+    if not _wrappers:
+        _wrappers.append(tempfile.mkdtemp(prefix="asyncbpf-trees-"))
+        atexit.register(shutil.rmtree, _wrappers[0], True)
+    return _wrappers[0]
+
+
+def tree_run(tree, *argv):
+    """argv run inside a Debian tree: own mount namespace, chroot (tools/tree-run.sh)."""
+    return [TREE_RUN, tree] + [str(a) for a in argv]
+
+
+def _tree_missing(name):
+    d = os.path.join(TREES, name)
+    if os.path.isfile(os.path.join(d, ".asyncbpf-tree")):
+        return None
+    try:
+        with open(os.path.join(TREES, name + ".failed")) as f:
+            return "no Debian %s tree: %s" % (name, f.readline().strip())
+    except OSError:
+        return "no Debian %s tree in %s (make trees builds it)" % (name, TREES)
+
+
+def discover_tree_interpreters():
+    """Each tree's /usr/bin/python3.N as `TREE-3.N`, run through a wrapper named
+    python3.N (the name the process gets) that execs tools/tree-run.sh."""
+    out = []
+    for name, minors in TREE_PYTHONS.items():
+        why = _tree_missing(name)
+        tree = os.path.realpath(os.path.join(TREES, name))
+        for minor in minors:
+            id, exe = "%s-3.%d" % (name, minor), "python3.%d" % minor
+            if not why and not os.access(os.path.join(tree, "usr/bin", exe), os.X_OK):
+                why_py = "the Debian %s tree %s has no /usr/bin/%s" % (name, tree, exe)
+            else:
+                why_py = why
+            if why_py or not selected(id):
+                out.append(Interp(id, missing=why_py))
+                continue
+            d = os.path.join(_wrapper_dir(), id)
+            os.mkdir(d)
+            path = os.path.join(d, exe)
+            with open(path, "w") as f:
+                f.write("#!/bin/sh\nexec %s %s /usr/bin/%s \"$@\"\n" % (TREE_RUN, tree, exe))
+            os.chmod(path, 0o755)
+            out.append(Interp(id, path, tree=tree, inner="/usr/bin/" + exe))
+    return out
+
+
+def pstree_argv(interp, pid):
+    """CPython's own `python3.X -m asyncio pstree PID` (3.14+). For a tree's interpreter it
+    runs in the process's own mount namespace and root (nsenter): pstree opens the files
+    /proc/PID/maps names, which are paths there."""
+    if interp.tree:
+        return ["nsenter", "--target=%d" % pid, "--mount", "--root", "--wd=/", interp.inner,
+                "-m", "asyncio", "pstree", str(pid)]
+    return [interp.path, "-m", "asyncio", "pstree", str(pid)]
+
+
 def memory_gap(summary, pattern):
     """Why a pattern's link cannot be found in this interpreter's memory, or None: the
     async tests expect a failure there (pytest.xfail), never a pass."""
-    if pattern == "as_completed" and tuple(summary["version"]) >= (3, 14):
-        return ("3.14's as_completed leaves no fut_awaited_by on the tasks it waits for and "
-                "asyncbpf has no object model for 3.14 to follow its callbacks: they show "
-                "as roots, as in CPython's own pstree (README, CPython 3.14)")
+    if (pattern == "as_completed" and tuple(summary["version"]) >= (3, 14) and
+            not summary.get("as_completed_awaited_by")):
+        return ("this 3.14's as_completed leaves no fut_awaited_by on the tasks it waits "
+                "for (the workload saw none in _asyncio_awaited_by); asyncbpf reads 3.14+ "
+                "links from there: they show as roots, as in CPython's own pstree")
     return None
 
 
 def discover_interpreters():
-    """Every supported interpreter: pyenv's 3.8-3.13 (a missing minor is a skipped
-    entry) and the distribution's /usr/bin/python3.N."""
+    """Every supported interpreter: pyenv's 3.8-3.15 (a missing minor is a skipped
+    entry), the distribution's /usr/bin/python3.N, then the Debian trees'."""
     found = _pyenv_versions()
     roots = pyenv_roots()
     out = []
@@ -135,14 +435,14 @@ def discover_interpreters():
         m = re.match(r"^python3\.(\d+)$", os.path.basename(py))
         if m and int(m.group(1)) in SUPPORTED_MINORS and os.access(py, os.X_OK):
             distro.append(Interp("debian-3." + m.group(1), py))
-    out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.13)")]
-    # more interpreters by hand, e.g. a 3.14 built from source (none is installed here)
+    out += distro or [Interp("debian-python3", missing="no /usr/bin/python3.N (3.8-3.15)")]
+    # more interpreters by hand, e.g. one built from source
     for py in filter(None, os.environ.get("ASYNCBPF_EXTRA_PYTHONS", "").split(":")):
         out.append(Interp("extra-" + py.strip("/").replace("/", "-"), py)
                    if os.access(py, os.X_OK) else
                    Interp("extra-" + py, missing="ASYNCBPF_EXTRA_PYTHONS: %s is not executable"
                           % py))
-    return out
+    return out + discover_tree_interpreters()
 
 
 def discover_unsupported():
@@ -172,10 +472,11 @@ class Workload:
     JSON facts printed before it, and kills the process on exit. reap=True waits for the
     process in the background so that it does not linger as a zombie when it exits."""
 
-    def __init__(self, python, script, *args, timeout=30, reap=False):
+    def __init__(self, python, script, *args, timeout=30, reap=False, stdin=False):
         self.argv = [python, "-u", os.path.join(WORKLOADS, script)] + [str(a) for a in args]
         self.timeout = timeout * TIMEOUT_SCALE
         self.reap = reap
+        self.stdin = stdin  # a pipe for send(), else pytest's own stdin
         self.facts = []
         self.proc = None
 
@@ -208,8 +509,14 @@ class Workload:
         """Starts the process without waiting for READY (see start_all)."""
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=WORKLOADS, env=env)
+                                     stderr=subprocess.PIPE, cwd=WORKLOADS, env=env,
+                                     stdin=subprocess.PIPE if self.stdin else None)
         return self
+
+    def send(self, line):
+        """Writes one line to the workload's stdin (stdin=True)."""
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
 
     def wait_ready(self):
         self._wait_ready()
@@ -253,8 +560,9 @@ class Workload:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        for f in (self.proc.stdout, self.proc.stderr):
-            f.close()
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if f:
+                f.close()
         return False
 
 
@@ -283,7 +591,15 @@ class Proc:
     def __enter__(self):
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
-        time.sleep(0.2)  # let exec happen, so /proc shows the new image
+        # Popen returns once the exec succeeded (its error pipe closes on exec): /proc
+        # shows the new image, not a fork of pytest's Python. Checked, not assumed.
+        exe = os.path.realpath(shutil.which(self.argv[0]) or self.argv[0])
+        try:
+            wait_for(lambda: self.proc.poll() is not None or proc_exe(self.pid) == exe, 10,
+                     "pid %d to show the image %s in /proc" % (self.pid, exe))
+        except BaseException:
+            self.__exit__()
+            raise
         assert self.proc.poll() is None, "%s exited early (rc %s)" % (self.argv,
                                                                        self.proc.returncode)
         return self
@@ -427,7 +743,7 @@ class Recording:
             show(self.samples))
 
 
-def record(binary, *args, output=None, timeout=60, prefix=()):
+def record(binary, *args, output=None, timeout=RECORD_TIMEOUT, prefix=()):
     """Runs asyncbpf-record with args; output=PATH adds -o PATH and reads it back."""
     t = run_tool(binary, *args, *(["-o", output] if output else []), timeout=timeout,
                  prefix=prefix)
@@ -439,9 +755,42 @@ def record(binary, *args, output=None, timeout=60, prefix=()):
     return Recording(t.argv, t.rc, out, t.err, t.elapsed)
 
 
+# CPU time a target runs under the sampler in record_sampled(): about 30 samples at 99 Hz
+SAMPLED_CPU = 0.3
+
+
+def record_sampled(binary, *args, pids, cpu=SAMPLED_CPU, min_seconds=0, output=None,
+                   timeout=RECORD_TIMEOUT, prefix=(), env=None):
+    """record() for tests that need samples of pids (running targets), where a -d would
+    have to guess how long loading takes and how much CPU a loaded machine leaves them:
+    asyncbpf-record runs until it samples and each of pids has run `cpu` seconds of CPU
+    since (and at least min_seconds), then gets SIGINT (which ends a recording as -d
+    does)."""
+    argv = list(prefix) + [binary] + [str(a) for a in args] + (["-o", output] if output else [])
+    t0 = time.monotonic()
+    rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        wait_sampling(rec, timeout)
+        sampling = time.monotonic()
+        wait_cpu(pids, cpu, timeout, "CPU time while sampled")
+        time.sleep(max(0, min_seconds - (time.monotonic() - sampling)))
+        rec.send_signal(signal.SIGINT)
+        out, err = rec.communicate(timeout=timeout)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
+    out, err = out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
+    if output and os.path.exists(output):
+        assert not out.strip(), "-o given but stdout has output: %.300r" % out
+        with open(output, errors="replace") as f:
+            out = f.read()
+    return Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
+
+
 def record_checked(binary, *args, **kw):
-    """record() that must exit 0 with no error on stderr."""
-    r = record(binary, *args, **kw)
+    """record() (record_sampled() given pids=) that must exit 0."""
+    r = record_sampled(binary, *args, **kw) if "pids" in kw else record(binary, *args, **kw)
     assert r.rc == 0, "asyncbpf-record failed" + r.describe()
     return r
 
@@ -496,20 +845,22 @@ def _uvloop_missing(interp):
     p = subprocess.run([interp.path, "-c", "import uvloop"], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, timeout=30 * TIMEOUT_SCALE)
     if p.returncode:
-        return "%s cannot import uvloop (Debian's python3-uvloop; make deps)" % interp.path
+        return "%s cannot import uvloop (Debian's python3-uvloop; %s)" % (
+            interp.id, "make trees" if interp.tree else "make deps")
     return None
 
 
+# the interpreters Debian builds python3-uvloop for: bookworm's 3.11, sid's 3.14
+UVLOOP_IDS = ("debian-3.11", "sid-3.14")
+
+
 def discover_async_variants():
-    """Every interpreter with asyncio's loop, and the distribution's python3.11 (the one
-    Debian builds python3-uvloop for) with uvloop."""
+    """Every interpreter with asyncio's loop, and with uvloop those of UVLOOP_IDS."""
     out = [AsyncVariant(i) for i in INTERPRETERS]
-    debian = [i for i in INTERPRETERS if i.id.startswith("debian-3.11")]
-    if not debian:
-        out.append(AsyncVariant(Interp("debian-3.11", missing="no /usr/bin/python3.11"),
-                                uvloop=True))
-    for i in debian:
-        out.append(AsyncVariant(i, uvloop=True, missing=_uvloop_missing(i)))
+    for id in UVLOOP_IDS:
+        found = [i for i in INTERPRETERS if i.id == id or i.id.startswith(id + ".")]
+        for i in found or [Interp(id, missing="no %s interpreter" % id)]:
+            out.append(AsyncVariant(i, uvloop=True, missing=_uvloop_missing(i)))
     return out
 
 
@@ -532,7 +883,7 @@ class ToolRun:
             out.rstrip() or "  (empty)")
 
 
-def run_tool(binary, *args, timeout=60, prefix=()):
+def run_tool(binary, *args, timeout=RECORD_TIMEOUT, prefix=()):
     argv = list(prefix) + [binary] + [str(a) for a in args]
     timeout *= TIMEOUT_SCALE
     t0 = time.monotonic()

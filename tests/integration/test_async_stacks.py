@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from helpers import (ASYNC_VARIANTS, WORKLOADS, Frame, TaskFrame, Workload, memory_gap,
+from helpers import (ASYNC_VARIANTS, RECORD_TIMEOUT, WORKLOADS, Frame, TaskFrame, Workload, memory_gap,
                      record_checked, show, start_all, total)
 
 PATTERNS = ["direct", "gather_tasks", "gather_coros", "taskgroup", "wait_for", "shield",
@@ -23,6 +23,7 @@ PATTERNS = ["direct", "gather_tasks", "gather_coros", "taskgroup", "wait_for", "
 SHARE = 0.90
 MIN_SAMPLES = 20
 FREQ = 1999
+SHORT_CPU = 0.5
 FF_EXCLUDED = 2  # fire-and-forget generations that may predate the recorder's probes
 MIX_SECONDS = int(os.environ.get("ASYNCBPF_MIX_SECONDS", "60"))
 FEATURE_ABSENT = ("asyncbpf-record printed no <task ...> frame for any process: stacked "
@@ -78,10 +79,16 @@ def running(root_record_bin):
         yield {v.id: w for v, w in zip(variants, loads)}
 
 
-def record_all(binary, running, seconds, *extra):
+def record_all(binary, running, seconds, *extra, cpu=None):
+    """A recording of every variant: -d seconds, or with cpu at least seconds and until
+    each process has run cpu seconds of CPU under the sampler."""
     pids = ",".join(str(w.pid) for w in running.values())
-    r = record_checked(binary, "-p", pids, "-d", seconds, "-F", FREQ, *extra,
-                       timeout=seconds + 60)
+    if cpu:
+        r = record_checked(binary, "-p", pids, "-F", FREQ, *extra, min_seconds=seconds,
+                           pids=[w.pid for w in running.values()], cpu=cpu)
+    else:
+        r = record_checked(binary, "-p", pids, "-d", seconds, "-F", FREQ, *extra,
+                           timeout=seconds + RECORD_TIMEOUT)
     if not any(isinstance(f, TaskFrame) for s in r.samples for f in s.frames):
         pytest.skip(FEATURE_ABSENT)
     return r
@@ -89,7 +96,9 @@ def record_all(binary, running, seconds, *extra):
 
 @pytest.fixture(scope="module")
 def short(root_record_bin, running):
-    return record_all(root_record_bin, running, 6, "--stats")
+    # 6 s for the fire-and-forget generations (one a second), and each process's CPU for
+    # MIN_SAMPLES in each of its 13 leaves, which take turns (about 75 each)
+    return record_all(root_record_bin, running, 6, "--stats", cpu=SHORT_CPU)
 
 
 @pytest.fixture(scope="module")

@@ -110,7 +110,7 @@ def snapshots(running, root_tasks_bin):
     for vid, w in running.items():
         # a new fire-and-forget pair starts every second: watch creation long enough that
         # one does even when the loaded machine delays the workload's timer
-        r = run_tool(root_tasks_bin, "--watch", WATCH, w.pid, timeout=60)
+        r = run_tool(root_tasks_bin, "--watch", WATCH, w.pid)
         roots = None
         if r.rc == 0:
             try:

@@ -5,11 +5,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, PROG, WORKLOADS, Proc, Workload,
-                     assert_one_error_line, record, show)
+from helpers import (INTERPRETERS_AVAILABLE, PROG, RECORD_TIMEOUT, WORKLOADS, Proc, Recording,
+                     StderrLines, Workload, assert_one_error_line, record, show, wait_cpu,
+                     wait_sampling)
 
 
 def gone_pid():
@@ -60,9 +62,37 @@ def test_bad_pids_among_good(root_record_bin):
     assert not lines_naming(r, w.pid), "a line names the good pid" + r.describe()
 
 
+# How soon after its only -p target exits a recording must say it ended, against a -d
+# five times longer: it looks at least every second, but at load average 80 on the 2
+# shared cores it said so 28-35 s late (measured here); a recorder that waits for -d
+# still fails. Writing the output and closing its BPF objects come after.
+EXIT_NOTICED = 60
+RECORD_FOR = 300
+
+
 def test_pid_exits_during_recording(root_record_bin, interp):
-    with Workload(interp.path, "spin.py", 2, reap=True) as w:
-        r = record(root_record_bin, "-p", w.pid, "-d", 6)
+    """The target is sampled, then exits: the recording ends soon after, long before its
+    -d, with one line saying so."""
+    with Workload(interp.path, "spin.py", "stdin", stdin=True) as w:
+        rec = subprocess.Popen([root_record_bin, "-p", str(w.pid), "-d", str(RECORD_FOR)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            wait_sampling(rec)
+            err = StderrLines(rec)
+            rec.stderr = None  # err's thread reads it
+            wait_cpu([w.pid], 0.3, RECORD_TIMEOUT, "CPU time while sampled")
+            w.send("exit")
+            assert w.proc.wait(timeout=30) == 0, "the target failed"
+            t_exit = time.monotonic()
+            out, _ = rec.communicate(timeout=RECORD_FOR + RECORD_TIMEOUT)
+            t_done = time.monotonic()
+        finally:
+            if rec.poll() is None:
+                rec.kill()
+                rec.wait()
+    r = Recording(rec.args, rec.returncode, out.decode(errors="replace"), err.text(),
+                  t_done - t_exit)
+    t_ended = err.when(r"recording ended")
     assert r.rc == 0, "expected exit 0" + r.describe()
     assert r.of_pid(w.pid), "no stacks of pid %d" % w.pid + r.describe()
     lines = lines_naming(r, w.pid)
@@ -70,7 +100,10 @@ def test_pid_exits_during_recording(root_record_bin, interp):
         "expected one line about pid %d" % w.pid + r.describe())
     assert "exit" in lines[0].lower(), "the line does not say pid %d exited" % w.pid + r.describe()
     assert all(l.startswith(PROG) for l in r.err_lines()), "unprefixed lines" + r.describe()
-    assert r.elapsed < 4.5, "recording did not end early (target ran 2 s of -d 6)" + r.describe()
+    assert t_ended is not None and t_ended - t_exit < EXIT_NOTICED, (
+        "recording did not end within %d s of its target's exit (-d %d): %s" % (
+            EXIT_NOTICED, RECORD_FOR, "no line says so" if t_ended is None else
+            "it said so after %.1f s" % (t_ended - t_exit)) + r.describe())
 
 
 # -- privileges ---------------------------------------------------------------------------
@@ -108,41 +141,60 @@ def test_non_root_pid(nobody_bin):
 
 # -- unsupported Python versions ------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=["0x030E00F0", "0x030F00F0"], ids=["3.14", "3.15"])
+FAKES = {
+    # id: (Py_Version, compiler flags, what the refusal must say)
+    "3.14": ("0x030E00F0", [], "without _Py_DebugOffsets"),
+    "3.15": ("0x030F00F0", [], "without _Py_DebugOffsets"),
+    "3.16": ("0x031000F0", ["-DFAKE_DEBUG_OFFSETS"], "no table for its _Py_DebugOffsets"),
+    "3.14t": ("0x030E0AF0", ["-DFAKE_DEBUG_OFFSETS", "-DFAKE_FREE_THREADED=1"],
+              "free-threaded"),
+    "3.15t": ("0x030F02F0", ["-DFAKE_DEBUG_OFFSETS", "-DFAKE_FREE_THREADED=1"],
+              "free-threaded"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(FAKES))
 def fake_python(request, tmp_path_factory):
-    """A C program that exports _PyRuntime and Py_Version and sleeps: a 3.14.0 whose
-    _PyRuntime has no _Py_DebugOffsets, and a 3.15.0 (a version asyncbpf does not know)."""
+    """A C program that exports _PyRuntime and Py_Version and sleeps: a 3.14.0 and a 3.15.0
+    whose _PyRuntime has no _Py_DebugOffsets; a 3.16.0 whose _Py_DebugOffsets head names
+    a version asyncbpf has no table for; free-threaded 3.14.10 and 3.15.2 (the head says
+    so). Returns the binary and what its refusal must say."""
+    version, flags, says = FAKES[request.param]
     cc = shutil.which("gcc") or shutil.which("cc")
     if not cc:
         pytest.skip("no C compiler to build the fake Python")
     out = str(tmp_path_factory.mktemp("fake") / "fake_python")
-    subprocess.run([cc, "-rdynamic", "-DFAKE_PY_VERSION=" + request.param, "-o", out,
-                    os.path.join(WORKLOADS, "fake_python.c")], check=True)
-    return out
+    subprocess.run([cc, "-rdynamic", "-DFAKE_PY_VERSION=" + version] + flags +
+                   ["-o", out, os.path.join(WORKLOADS, "fake_python.c")], check=True)
+    return out, says
 
 
-def check_unsupported_p(binary, pid):
+def check_unsupported_p(binary, pid, says="not supported"):
     r = record(binary, "-p", pid, "-d", 2)
-    assert_one_error_line(r, 3, "not supported", str(pid))
+    assert_one_error_line(r, 3, "not supported", says, str(pid))
 
 
-def check_unsupported_a(binary, pid):
+def check_unsupported_a(binary, pid, says="not supported"):
     r = record(binary, "-a", "-d", 2)
     assert r.rc == 0, "expected exit 0" + r.describe()
     mine = lines_naming(r, pid)
-    assert len(mine) == 1 and "not supported" in mine[0] and mine[0].startswith(PROG), (
-        "expected one 'not supported' warning for pid %d" % pid + r.describe())
+    assert len(mine) == 1 and "not supported" in mine[0] and says in mine[0] and \
+        mine[0].startswith(PROG), (
+            "expected one 'not supported' warning saying %r for pid %d" % (says, pid) +
+            r.describe())
     assert not r.of_pid(pid), "unsupported pid %d profiled" % pid + show(r.of_pid(pid))
 
 
 def test_fake_python_pid(root_record_bin, fake_python):
-    with Proc([fake_python]) as p:
-        check_unsupported_p(root_record_bin, p.pid)
+    binary, says = fake_python
+    with Proc([binary]) as p:
+        check_unsupported_p(root_record_bin, p.pid, says)
 
 
 def test_fake_python_all(root_record_bin, fake_python):
-    with Proc([fake_python]) as p:
-        check_unsupported_a(root_record_bin, p.pid)
+    binary, says = fake_python
+    with Proc([binary]) as p:
+        check_unsupported_a(root_record_bin, p.pid, says)
 
 
 def test_old_python_pid(root_record_bin, old_interp):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, Frame, Recording, Workload,
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, Frame, Recording, Workload,
                      assert_one_error_line, run_tool, show)
 
 WORKLOAD = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -25,7 +25,7 @@ def python():
 
 def record_command(binary, output, *argv):
     """asyncbpf-record -o OUTPUT -- ARGV..., its collapsed output read back."""
-    t = run_tool(binary, "-o", output, "--", *argv, timeout=60)
+    t = run_tool(binary, "-o", output, "--", *argv)
     out = ""
     if os.path.exists(output):
         with open(output, errors="replace") as f:
@@ -140,7 +140,7 @@ def test_status_line_on_a_terminal(root_record_bin, tmp_path):
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=slave)
         os.close(slave)
-        out = read_pty(master, p, 60)
+        out = read_pty(master, p, RECORD_TIMEOUT)
         rc = p.wait(timeout=30)
     finally:
         os.close(master)

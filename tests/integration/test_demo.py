@@ -62,7 +62,7 @@ def demo(root_record_bin, tmp_path_factory):
     out = tmp_path_factory.mktemp("demo")
     env = dict(os.environ, DEMO_SECONDS="5", DEMO_FREQ="499", DEMO_OUT=str(out))
     p = subprocess.run([DEMO], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                       timeout=120, universal_newlines=True)
+                       timeout=300, universal_newlines=True)
     assert p.returncode == 0, "demo failed (exit %d):\n%s\n%s" % (p.returncode, p.stdout,
                                                                   p.stderr)
     conv = run_tool(REPORT, "-o", str(out / "demo.collapsed"), str(out / "demo.pb.gz"))

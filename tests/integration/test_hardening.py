@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, PROG, WORKLOADS, Recording, Workload,
-                     assert_one_error_line, record, record_checked)
+from helpers import (INTERPRETERS_AVAILABLE, PROG, RECORD_TIMEOUT, WORKLOADS, Recording,
+                     Workload, assert_one_error_line, record, record_checked, record_sampled,
+                     wait_cpu, wait_sampling)
 
 
 def any_python():
@@ -88,7 +89,7 @@ def test_output_replaced_by_rename(root_record_bin, spinner, tmp_path):
     keep = tmp_path / "keep"
     os.link(str(out), str(keep))
     old_ino = os.stat(str(out)).st_ino
-    r = record_checked(root_record_bin, "-p", spinner.pid, "-d", 1, output=str(out))
+    r = record_checked(root_record_bin, "-p", spinner.pid, output=str(out), pids=[spinner.pid])
     check_valid(r, spinner.pid)
     assert read(keep) == "old\n", "the old file was written in place"
     assert os.stat(str(out)).st_ino != old_ino
@@ -102,8 +103,9 @@ def test_output_mode(root_record_bin, spinner, tmp_path, args, umask, mode):
     """The mode asked for exactly, whatever the umask: each case runs under a umask that
     would change the result if the file were created with that mode and no more."""
     out = tmp_path / "out"
-    r = record_checked(root_record_bin, "-p", spinner.pid, "-d", 1, *args, output=str(out),
-                       prefix=["sh", "-c", "umask %o; exec \"$@\"" % umask, "sh"])
+    r = record_checked(root_record_bin, "-p", spinner.pid, *args, output=str(out),
+                       prefix=["sh", "-c", "umask %o; exec \"$@\"" % umask, "sh"],
+                       pids=[spinner.pid])
     got = stat.S_IMODE(os.stat(str(out)).st_mode)
     assert got == mode, "mode %o, expected %o (umask %o)" % (got, mode, umask)
     if mode & 0o400:
@@ -152,19 +154,13 @@ def bpf_ids(kind):
 
 
 def start_recording(binary, *args):
-    """Starts asyncbpf-record and returns it once its sampler program is loaded."""
+    """Starts asyncbpf-record and returns it once it samples: its sampler program loaded
+    and attached to a cpu-clock event on every CPU."""
     if not shutil.which("bpftool"):
         pytest.skip("bpftool not installed")
     argv = [binary] + [str(a) for a in args]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while "sample_cpu" not in bpf_objects("prog", p.pid).values():
-        if p.poll() is not None or time.monotonic() > deadline:
-            p.kill()
-            out, err = p.communicate()
-            raise AssertionError("%s did not load its BPF program (exit %s): %s"
-                                 % (argv, p.returncode, err.decode(errors="replace")))
-        time.sleep(0.2)
+    wait_sampling(p)
     return p
 
 
@@ -172,7 +168,8 @@ def start_recording(binary, *args):
 def test_signal_writes_complete_file(root_record_bin, spinner, tmp_path, sig):
     out = tmp_path / "out"
     p = start_recording(root_record_bin, "-p", spinner.pid, "-o", out)
-    time.sleep(1.5)
+    # the spinner runs under the sampler long enough to leave stacks (about 50 at 99 Hz)
+    wait_cpu([spinner.pid], 0.5, RECORD_TIMEOUT, "CPU time while sampled")
     assert not out.exists(), "output visible before the recording ended"
     t0 = time.monotonic()
     p.send_signal(sig)
@@ -196,7 +193,6 @@ def test_sigkill_leaves_no_bpf_objects(root_record_bin, spinner, tmp_path):
     profilers may be running)."""
     out = tmp_path / "out"
     p = start_recording(root_record_bin, "-p", spinner.pid, "-o", out)
-    time.sleep(0.5)
     held = {k: bpf_objects(k, p.pid) for k in ("prog", "map", "link")}
     assert "sample_cpu" in held["prog"].values() and "events" in held["map"].values(), (
         "the profiler's program and ring buffer not found by pid: %s" % held)
@@ -228,7 +224,7 @@ def test_lost_samples_written(root_record_bin, tmp_path):
                 "-o", str(out)]
         t0 = time.monotonic()
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                           timeout=60)
+                           timeout=RECORD_TIMEOUT)
     r = Recording(argv, p.returncode, read(str(out)), p.stderr.decode(errors="replace"),
                   time.monotonic() - t0)
     assert r.rc == 0, "recording failed" + r.describe()
@@ -263,7 +259,7 @@ def test_no_btf(root_record_bin):
     one is reported as a kernel without BTF would be."""
     env = dict(os.environ, ASYNCBPF_BTF="/nonexistent/vmlinux")
     p = subprocess.run([root_record_bin, "-a", "-d", "1"], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, env=env, timeout=30)
+                       stderr=subprocess.PIPE, env=env, timeout=RECORD_TIMEOUT)
     r = Recording(p.args, p.returncode, "", p.stderr.decode(), 0)
     assert_one_error_line(r, 2, "BTF", "/nonexistent/vmlinux")
 
@@ -272,9 +268,7 @@ def test_btf_override_is_used(root_record_bin, spinner):
     if not os.path.exists("/sys/kernel/btf/vmlinux"):
         pytest.skip("kernel exposes no BTF")
     env = dict(os.environ, ASYNCBPF_BTF="/sys/kernel/btf/vmlinux")
-    p = subprocess.run([root_record_bin, "-p", str(spinner.pid), "-d", "1"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=30)
-    r = Recording(p.args, p.returncode, p.stdout.decode(), p.stderr.decode(), 0)
+    r = record_sampled(root_record_bin, "-p", spinner.pid, env=env, pids=[spinner.pid])
     assert r.rc == 0 and r.of_pid(spinner.pid), "recording with ASYNCBPF_BTF failed" + r.describe()
 
 
@@ -302,7 +296,7 @@ def test_verifier_rejects(root_record_bin):
     for verbose in (False, True):
         argv = [root_record_bin, "-a", "-d", "1"] + (["-v"] if verbose else [])
         p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                           timeout=60)
+                           timeout=RECORD_TIMEOUT)
         r = Recording(argv, p.returncode, "", p.stderr.decode(errors="replace"), 0)
         if not verbose:
             assert_one_error_line(r, 2, "rejected", "-v")

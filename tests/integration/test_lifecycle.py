@@ -1,54 +1,52 @@
 """Process lifecycle: a process that starts during the recording, and one that execs
 into another Python version under the same pid."""
 import os
+import signal
 import subprocess
 import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, WORKLOADS, Frame, Recording, Workload, show,
-                     total)
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, WORKLOADS, Frame, Recording,
+                     StderrLines, Workload, proc_exe, show, total, wait_cpu, wait_for,
+                     wait_sampling)
+
+# CPU time a spinning target runs once profiled: about 50 samples at 99 Hz
+SAMPLED_CPU = 0.5
+# CPU time each late process spins for, from its start
+LATE_CPU = 0.6
 
 
 def python_frames(s):
     return [tuple(f[:2]) for f in s.frames if isinstance(f, Frame)]
 
 
-def start_recording(binary, *args, timeout=60):
+def start_recording(binary, *args, timeout=120):
     """Starts asyncbpf-record and returns once it samples (its perf events are open):
     loading the BPF programs takes seconds."""
     rec = subprocess.Popen([binary] + [str(a) for a in args], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
-    return wait_sampling(rec, timeout)
+    wait_sampling(rec, timeout)
+    rec.t0 = time.monotonic()
+    return rec
 
 
-def wait_sampling(rec, timeout=60):
-    """Returns rec once it samples (its perf events are open)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and rec.poll() is None:
-        try:
-            fds = os.listdir("/proc/%d/fd" % rec.pid)
-            links = [os.readlink("/proc/%d/fd/%s" % (rec.pid, fd)) for fd in fds]
-        except OSError:
-            links = []
-        if any("perf_event" in l for l in links):
-            return rec
-        time.sleep(0.05)
-    rec.kill()
-    out, err = rec.communicate()
-    raise AssertionError("asyncbpf-record did not start sampling within %ss (rc %s): %s"
-                         % (timeout, rec.returncode, err.decode(errors="replace")[-2000:]))
-
-
-def finish(rec, seconds, timeout=60):
+def finish(rec, timeout=60, err=None):
+    """Ends rec (SIGINT if still running) and returns its Recording; err: a StderrLines
+    that has been reading rec's stderr."""
+    if rec.poll() is None:
+        rec.send_signal(signal.SIGINT)
     try:
-        out, err = rec.communicate(timeout=timeout)
+        if err:
+            rec.stderr = None  # err's thread reads it: communicate() reads only stdout
+        out, stderr = rec.communicate(timeout=timeout)
+        text = err.text() if err else stderr.decode(errors="replace")
     finally:
         if rec.poll() is None:
             rec.kill()
             rec.wait()
-    r = Recording(rec.args, rec.returncode, out.decode(errors="replace"),
-                  err.decode(errors="replace"), seconds)
+    r = Recording(rec.args, rec.returncode, out.decode(errors="replace"), text,
+                  time.monotonic() - rec.t0)
     assert r.rc == 0, "recording failed" + r.describe()
     return r
 
@@ -63,26 +61,32 @@ def distinct_minors():
 
 
 def test_late_process_has_correct_symbols(root_record_bin):
-    """Processes started 2 s into the recording are profiled from their first seconds,
-    with the stacks the interpreters themselves report."""
+    """Processes started once the recording samples (after its first scan) are profiled
+    from their start, with the stacks the interpreters themselves report: each spins
+    LATE_CPU of its own CPU time (about 60 samples at 99 Hz: a wall-clock spin gets what
+    a loaded machine leaves it), and the recording runs until both have exited."""
     interps = distinct_minors()[-2:]
     if not interps:
         pytest.skip("no supported interpreter installed")
-    rec = start_recording(root_record_bin, "-a", "-d", 6)
+    rec = start_recording(root_record_bin, "-a", "--stats")  # (examinations, if it fails)
     loads = []
     try:
-        time.sleep(2)
         for i in interps:
-            loads.append(Workload(i.path, "spin.py", 3, reap=True).start())
+            loads.append(Workload(i.path, "spin.py", LATE_CPU, "cpu").start())
         for w in loads:
             w.wait_ready()
-        r = finish(rec, 6)
+        for w in loads:
+            w.proc.wait(timeout=120)
+        r = finish(rec)
     finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait()
         for w in loads:
             w.__exit__(None, None, None)
     for i, w in zip(interps, loads):
         mine = r.of_pid(w.pid)
-        assert mine, "%s (pid %d) started 2 s in is absent" % (i.id, w.pid) + r.describe()
+        assert mine, "%s (pid %d) started during the recording is absent" % (i.id, w.pid) + r.describe()
         want = [tuple(f[:2]) for f in w.fact("stack")]
         good = [s for s in mine if python_frames(s) == want]
         # a few samples may catch the interpreter starting or exiting
@@ -91,21 +95,38 @@ def test_late_process_has_correct_symbols(root_record_bin):
             % (i.id, total(good), total(mine), want) + show(mine, header="its stacks"))
 
 
+def profiling_line(err, pid, interp):
+    """-v's line saying that pid is profiled as interp's version."""
+    return err.find(r"^asyncbpf-record: profiling pid %d \(.*, Python %d\.%d\." % (
+        (pid,) + tuple(interp.version[:2])))
+
+
 def test_exec_into_another_version(root_record_bin):
     """Python A execs Python B under the same pid: both images are profiled, each with
-    its own symbols, and no stack mixes the two."""
+    its own symbols, and no stack mixes the two. A spins until it has been profiled for
+    SAMPLED_CPU of its CPU time, then execs; B the same, then the recording ends."""
     interps = distinct_minors()
     if len(interps) < 2:
         pytest.skip("needs two Python minors, found %s" % interps)
     a, b = interps[0], interps[-1]
-    rec = start_recording(root_record_bin, "-a", "-d", 6)
+    rec = start_recording(root_record_bin, "-a", "-v")
+    err = StderrLines(rec)
     try:
-        time.sleep(1)
-        with Workload(a.path, "exec_into.py", 2.5, b.path) as w:
-            r = finish(rec, 6)
+        with Workload(a.path, "exec_into.py", "stdin", b.path, stdin=True) as w:
+            for img, then in ((a, lambda: w.send("exec")), (b, None)):
+                wait_for(lambda: profiling_line(err, w.pid, img), 60,
+                         "asyncbpf-record -v to profile pid %d as %s" % (w.pid, img.id))
+                wait_cpu([w.pid], SAMPLED_CPU, RECORD_TIMEOUT, "CPU profiled as %s" % img.id)
+                if then:
+                    then()
+                    exe = os.path.realpath(b.path)
+                    wait_for(lambda: proc_exe(w.pid) == exe, 60,
+                             "pid %d to exec %s" % (w.pid, exe))
+            r = finish(rec, err=err)
     finally:
         if rec.poll() is None:
             rec.kill()
+            rec.wait()
     pid = w.fact("pid")
     mine = r.of_pid(pid)
     exec_file = os.path.join(WORKLOADS, "exec_into.py")

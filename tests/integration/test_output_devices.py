@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, Workload, record
+from helpers import INTERPRETERS_AVAILABLE, Workload, record, record_sampled
 
 
 def any_python():
@@ -18,7 +18,7 @@ def any_python():
 
 def test_output_dev_null_stays_a_device(root_record_bin):
     interp = any_python()
-    with Workload(interp.path, "spin.py", 30) as w:
+    with Workload(interp.path, "spin.py", "stdin", stdin=True) as w:
         r = record(root_record_bin, "-p", w.pid, "-d", 1, "-o", "/dev/null")
     st = os.stat("/dev/null")
     assert stat.S_ISCHR(st.st_mode), "/dev/null was replaced: mode %o" % st.st_mode
@@ -40,8 +40,8 @@ def test_output_fifo_gets_the_profile(root_record_bin):
     t = threading.Thread(target=drain)
     t.start()
     try:
-        with Workload(interp.path, "spin.py", 30) as w:
-            r = record(root_record_bin, "-p", w.pid, "-d", 2, "-o", fifo)
+        with Workload(interp.path, "spin.py", "stdin", stdin=True) as w:
+            r = record_sampled(root_record_bin, "-p", w.pid, "-o", fifo, pids=[w.pid])
     finally:
         if t.is_alive():  # the recorder failed before opening it: unblock the reader
             with open(fifo, "w"):

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from helpers import (INTERPRETERS_AVAILABLE, REPO, Frame, Sample, Workload, record_checked,
-                     run_tool)
+                     record_sampled, run_tool)
 
 REPORT = os.path.join(REPO, "build", "asyncbpf-report")
 BROWSER = os.path.join(REPO, "tests", "browser")
@@ -392,7 +392,9 @@ def test_output_name_picks_format(root_record_bin, recs, tmp_path):
             files[name] = str(tmp_path / name)
             record_to(root_record_bin, "-p", w.pid, "-d", 1, "-o", files[name])
         forced = str(tmp_path / "forced.html")
-        record_to(root_record_bin, "-p", w.pid, "-d", 2, "--format", "collapsed", "-o", forced)
+        t = record_sampled(root_record_bin, "-p", w.pid, "--format", "collapsed", "-o", forced,
+                           pids=[w.pid])
+        assert t.rc == 0 and not t.err.strip(), "asyncbpf-record failed" + t.describe()
     heads = {n: open(p, "rb").read(64) for n, p in files.items()}
     assert heads["x.speedscope.json"].startswith(b'{"$schema":"https://www.speedscope.app/')
     assert heads["x.html"].startswith(b"<!DOCTYPE html>")

@@ -2,13 +2,14 @@
 process that is not Python."""
 import contextlib
 import re
+import signal
 import subprocess
 import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, Frame, Proc, Recording, Workload, record_checked,
-                     show, total)
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, Frame, Proc, Recording, Workload,
+                     record_checked, show, total, wait_cpu, wait_sampling, wait_tracked)
 
 RUNNING = {}  # interp id -> (pid, comm, ground-truth stack)
 
@@ -42,7 +43,7 @@ def all_mode(root_record_bin):
         sleeper = stack.enter_context(Proc(["sleep", "1000"]))
         shell = stack.enter_context(Proc(["sh", "-c", "while :; do :; done"]))
         running = {k: (w.pid, comm_of(w.pid), w.fact("stack")) for k, w in loads.items()}
-        r = record_checked(root_record_bin, "-a", "-d", 4)
+        r = record_checked(root_record_bin, "-a", pids=[w.pid for w in loads.values()])
     return r, running, {"sleep": sleeper.pid, "sh loop": shell.pid}
 
 
@@ -75,21 +76,27 @@ def test_all_stderr_clean(all_mode):
 
 
 def test_all_finds_late_process(root_record_bin):
-    """A Python process started after the recording began is profiled too."""
+    """A Python process started after the recording began (after its first scan of
+    /proc) is profiled too."""
     if not INTERPRETERS_AVAILABLE:
         pytest.skip("no supported interpreter installed")
     py = INTERPRETERS_AVAILABLE[-1]
-    rec = subprocess.Popen([root_record_bin, "-a", "-d", "5"], stdout=subprocess.PIPE,
+    rec = subprocess.Popen([root_record_bin, "-a"], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
     try:
-        time.sleep(2)
+        wait_sampling(rec)
+        t0 = time.monotonic()
         with Workload(py.path, "spin.py") as w:
-            out, err = rec.communicate(timeout=30)
+            wait_tracked(rec, [w.pid])
+            wait_cpu([w.pid], 0.5, RECORD_TIMEOUT, "CPU time while profiled")
+            rec.send_signal(signal.SIGINT)
+            out, err = rec.communicate(timeout=60)
     finally:
         if rec.poll() is None:
             rec.kill()
             rec.wait()
     r = Recording(rec.args, rec.returncode, out.decode(errors="replace"),
-                  err.decode(errors="replace"), 5)
+                  err.decode(errors="replace"), time.monotonic() - t0)
     assert r.rc == 0, "recording failed" + r.describe()
-    assert r.of_pid(w.pid), "%s (pid %d) started 2 s in is absent" % (py.id, w.pid) + r.describe()
+    assert r.of_pid(w.pid), "%s (pid %d) started during the recording is absent" % (
+        py.id, w.pid) + r.describe()

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, REPO, WORKLOADS, assert_one_error_line,
-                     run_tool)
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, REPO, WORKLOADS,
+                     assert_one_error_line, is_sampling, run_tool, wait_cpu, wait_for)
 
 BUILD = os.path.join(REPO, "build")
 PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
@@ -24,6 +24,9 @@ BENCH = os.path.join(BUILD, "asyncbpf-bench")
 READERS = ["bpf", "memcpy", "vmreadv"]
 AGREE = 0.90
 CHURN_S = 60
+# CPU time a spinning target runs between the steps of a fault case: about 300 walks
+# at 999 Hz
+WALKED_CPU = 0.3
 
 
 def pick(minimum=(3, 8)):
@@ -72,7 +75,7 @@ def start_record(reader, pids, freq, out, *extra):
                             universal_newlines=True)
 
 
-def wait_ready(rec, timeout=90):
+def wait_ready(rec, timeout=RECORD_TIMEOUT):
     """Waits until the recorder handles SIGINT: its reader is loaded (for bpf, the kernel
     accepted the program, which takes long on a loaded machine) and sampling starts."""
     deadline = time.monotonic() + timeout
@@ -86,6 +89,23 @@ def wait_ready(rec, timeout=90):
             return
         time.sleep(0.05)
     raise AssertionError("asyncbpf-record did not start: %s" % (finish(rec)[1],))
+
+
+def timer_running(rec):
+    """The userspace readers' timer thread runs (it starts with the main loop)."""
+    try:
+        return len(os.listdir("/proc/%d/task" % rec.pid)) > 1
+    except OSError:
+        return False
+
+
+def wait_sampling(rec, reader):
+    """Waits until a recorder that handles SIGINT (wait_ready) also samples: the BPF
+    reader's cpu-clock events are attached, or a userspace reader's timer runs."""
+    wait_for(lambda: rec.poll() is not None or (
+        is_sampling(rec.pid) if reader == "bpf" else timer_running(rec)), RECORD_TIMEOUT,
+        "asyncbpf-record --reader %s to sample" % reader)
+    assert rec.poll() is None, "--reader %s exited: %s" % (reader, finish(rec))
 
 
 def finish(rec, timeout=30):
@@ -165,9 +185,10 @@ def test_readers_agree(built, tmp, churn):
     try:
         outs = {r: os.path.join(tmp, "agree-%s.txt" % r) for r in READERS}
         recs = {r: start_record(r, pids, 999, outs[r], "--no-origins") for r in READERS}
-        for rec in recs.values():
+        for r, rec in recs.items():
             wait_ready(rec)
-        time.sleep(8)
+            wait_sampling(rec, r)
+        time.sleep(8)  # all three sample now: the window whose profiles are compared
         results = {r: finish(recs[r]) for r in READERS}
     finally:
         for t in targets.values():
@@ -220,14 +241,17 @@ def test_memcpy_real_fault_reaches_target(built, tmp, segv_lib, churn, case):
     rec = start_record("memcpy", [t.pid], 999, out)
     try:
         wait_ready(rec)
-        time.sleep(1.5)
+        # the target is walked at each tick while it runs (a spinner runs, or waits for a
+        # CPU)
+        wait_sampling(rec, "memcpy")
+        wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
         for step in steps:
-            if step == "wait":
-                time.sleep(1.5)
+            if step == "wait":  # walked with faulthandler's handler in place, then install
+                wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
                 continue
             t.send(step)
             assert t.proc.stdout.readline().strip() == "installed"
-        time.sleep(0.5)
+        wait_cpu([t.pid], WALKED_CPU, RECORD_TIMEOUT, "CPU time while walked")
         t.send("fault")
         rc = t.proc.wait(timeout=30)
         err = t.proc.stderr.read()

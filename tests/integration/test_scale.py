@@ -1,5 +1,6 @@
 """Scale: 100 Python processes of mixed versions, each running a small asyncio service,
-recorded with -a -F 99 for 30 s once all are running. Every one must be in the profile. The recorder's own
+recorded with -a -F 99 for 30 s once all are running (and until each has run 0.12 s of
+CPU under the sampler). Every one must be in the profile. The recorder's own
 CPU time and peak memory are measured and printed (never asserted: the machine is
 shared); run with -s to see them."""
 import contextlib
@@ -12,12 +13,17 @@ import time
 
 import pytest
 
-from helpers import INTERPRETERS_AVAILABLE, Recording, Workload
-from test_lifecycle import wait_sampling
+from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, Recording, Workload, cpu_seconds,
+                     wait_for, wait_sampling)
+
 
 # make test-sanitize shortens it: the plain build already ran the full recording
 SECONDS = int(os.environ.get("ASYNCBPF_SCALE_SECONDS") or 30)
 NPROCS = 100
+# CPU time each process runs while sampled before the recording ends: about 12 samples
+# at 99 Hz, so that one of the 100 is absent by chance in well under 0.1% of runs (10 s
+# at 0.4% of a core gave about 4.7 each: one absent in most runs)
+SAMPLED_CPU = 0.12
 
 
 def cpu_of(pid):
@@ -77,7 +83,20 @@ def test_hundred_processes(root_record_bin):
         wait_sampling(rec)
         t_ready = time.monotonic()
         cpu_ready = cpu_of(rec.pid)
-        time.sleep(SECONDS)
+        # SECONDS, and until each process has run SAMPLED_CPU under the sampler (at 0.4%
+        # of a core that takes some 30 s)
+        base = {w.pid: cpu_seconds(w.pid) for _, w in loads}
+
+        def enough():
+            if time.monotonic() - t_ready < SECONDS:
+                return False
+            # (one that died is left to the assertions below)
+            now = {p: cpu_seconds(p) for p in base}
+            return all(None in (c, now[p]) or now[p] - c >= SAMPLED_CPU
+                       for p, c in base.items())
+        wait_for(enough, SECONDS + RECORD_TIMEOUT, "%d s, and %g s of CPU time in each of "
+                 "the %d processes" % (SECONDS, SAMPLED_CPU, NPROCS), 0.5)
+        window = time.monotonic() - t_ready
         cpu_steady = cpu_of(rec.pid) - cpu_ready
         rec.send_signal(signal.SIGINT)
         out, err = rec.communicate(timeout=120)
@@ -93,10 +112,10 @@ def test_hundred_processes(root_record_bin):
     stats = dict(l.split(": ", 1) for l in r.err_lines() if ": " in l
                  and not l.startswith("asyncbpf-record"))
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print("\nscale: %d processes (%s), ready after %.1f s; recorder: %.2f s CPU in the %d s "
+    print("\nscale: %d processes (%s), ready after %.1f s; recorder: %.2f s CPU in the %.0f s "
           "with all running (%.2f%% of a core), %.2f s CPU in all (%.1f s: loading, every "
           "start examined), peak RSS %d KiB; its stats: %s" % (
               NPROCS, ", ".join(sorted({py.id for py, _ in loads})), t_ready - t0,
-              cpu_steady, SECONDS, 100 * cpu_steady / SECONDS, cpu, elapsed, mem.peak_kib,
+              cpu_steady, window, 100 * cpu_steady / window, cpu, elapsed, mem.peak_kib,
               stats))
     assert int(stats["processes"]) >= NPROCS, "stats count fewer processes" + r.describe()

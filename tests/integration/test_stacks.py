@@ -9,6 +9,11 @@ from helpers import WORKLOADS, Frame, Workload, marker_line, record_checked, sho
 
 SHARE = 0.95
 MIN_LEAF_SAMPLES = 100
+# CPU time a spinning target runs under the sampler: about 160 samples at 99 Hz, so that
+# MIN_LEAF_SAMPLES is no matter of chance (a fixed -d gives a loaded machine's share of it)
+LEAF_CPU = 1.6
+# each thread of threads.py: about 50 samples, for the 20 asserted
+THREAD_CPU = 0.5
 MAX_FRAMES = 256
 
 
@@ -26,7 +31,7 @@ def share(part, whole):
 def chain(root_record_bin, interp, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("chain") / "chain.collapsed")
     with Workload(interp.path, "chain.py") as w:
-        r = record_checked(root_record_bin, "-p", w.pid, "-d", 5, output=out)
+        r = record_checked(root_record_bin, "-p", w.pid, output=out, pids=[w.pid], cpu=LEAF_CPU)
     truth = [Frame(f) for f in w.fact("stack")]
     mine = r.of_pid(w.pid)
     inner = [s for s in mine if isinstance(s.leaf, Frame) and s.leaf.qualname == "inner"]
@@ -96,7 +101,8 @@ def test_chain_caller_lines(chain):
 @pytest.fixture(scope="module")
 def threads(root_record_bin, interp):
     with Workload(interp.path, "threads.py") as w:
-        r = record_checked(root_record_bin, "-p", w.pid, "-d", 3)
+        spinners = [(w.pid, t["tid"]) for t in w.all("thread") if t["name"].startswith("worker-")]
+        r = record_checked(root_record_bin, "-p", w.pid, pids=spinners, cpu=THREAD_CPU)
     info = {t["tid"]: t for t in w.all("thread")}
     assert len(info) == 5, "workload reported threads %s" % w.all("thread")
     return w, r, info
@@ -154,7 +160,7 @@ def test_threads_sleeper_idle(threads):
 @pytest.fixture(scope="module")
 def deep(root_record_bin, interp):
     with Workload(interp.path, "deep.py", 300) as w:
-        r = record_checked(root_record_bin, "-p", w.pid, "-d", 3)
+        r = record_checked(root_record_bin, "-p", w.pid, pids=[w.pid], cpu=LEAF_CPU)
     return w, r, r.of_pid(w.pid)
 
 

@@ -16,11 +16,12 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 
 import pytest
 
-from helpers import (INTERPRETERS, WORKLOADS, Workload, assert_one_error_line, marker_line,
-                     record, start_all)
+from helpers import (INTERPRETERS, RECORD_TIMEOUT, WORKLOADS, Workload, assert_one_error_line,
+                     marker_line, record, start_all, wait_for)
 
 TOLERANCE = 0.07  # share points, wall mode against the measured truth
 TOTALS = 0.05  # relative, wall time totals against elapsed time
@@ -88,9 +89,18 @@ class Rec:
                                                  self.err.rstrip() or "  (empty)")
 
 
+def ticking(p):
+    """Whether wall-mode asyncbpf-record p ticks: its ticker thread runs (started once
+    every target is examined, after the "profiling pid" lines)."""
+    try:
+        return len(os.listdir("/proc/%d/task" % p.pid)) > 1
+    except OSError:
+        return False
+
+
 def run_record(binary, *args, timeout=240, on_start=None):
-    """Runs asyncbpf-record; with -v, on_start() is called when it starts sampling (its
-    "profiling pid" line)."""
+    """Runs asyncbpf-record; with -v, on_start(p) is called when it starts profiling (its
+    first "profiling pid" line; p is its Popen)."""
     argv = [binary] + [str(a) for a in args]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, errors="replace")
@@ -99,7 +109,7 @@ def run_record(binary, *args, timeout=240, on_start=None):
     def read_err():
         for line in p.stderr:
             if on_start and "profiling pid" in line and not err:
-                on_start()
+                on_start(p)
             if "profiling pid" in line:
                 err.append("")
             else:
@@ -151,7 +161,7 @@ def run_ab(stack, root_record_bin, ab_interps, others=()):
     started = threading.Event()
     before = {}
 
-    def on_start():
+    def on_start(_):
         # loading BPF takes long on a busy machine: the truth starts with the ticks
         before.update({k: json.load(open(f)) for k, f in truth.items()})
         started.set()
@@ -300,13 +310,25 @@ def test_renamed_task(root_record_bin):
     with contextlib.ExitStack() as stack:
         loads = [Workload(i.path, "wall_rename.py", timeout=60) for i in interps]
         start_all(stack, loads)
-        timers = []
+        timers, failed = [], []
 
-        def on_start():
+        def rename(p):
+            # RENAME_AT into the ticks, which start once every target has been examined
+            # (seconds after the first "profiling pid" line on a loaded machine)
+            try:
+                wait_for(lambda: p.poll() is not None or ticking(p), RECORD_TIMEOUT,
+                         "wall-mode asyncbpf-record to start ticking")
+            except AssertionError as e:
+                failed.append(e)
+                return
+            time.sleep(RENAME_AT)
             for w in loads:
-                t = threading.Timer(RENAME_AT, os.kill, (w.pid, signal.SIGUSR1))
-                t.start()
-                timers.append(t)
+                os.kill(w.pid, signal.SIGUSR1)
+
+        def on_start(p):
+            t = threading.Thread(target=rename, args=(p,))
+            t.start()
+            timers.append(t)
 
         rec = run_record(root_record_bin, "--mode", "wall", "-p",
                          ",".join(str(w.pid) for w in loads), "-d", RENAME_RECORD, "--stats",
@@ -315,6 +337,7 @@ def test_renamed_task(root_record_bin):
             t.join()
     assert rec.rc == 0, "wall recording failed" + rec.describe()
     assert timers, "wall recording never started" + rec.describe()
+    assert not failed, "%s" % failed[0] + rec.describe()
     stat(rec, r"^wall task names from cache: [1-9]")
     for i, w in zip(interps, loads):
         sus = [s for s in stacks(rec, w.pid) if s.suspended and "renamed_wait" in s.funcs()]

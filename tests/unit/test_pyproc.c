@@ -501,7 +501,11 @@ static void test_kernel_thread(void)
 static const char fake_c[] =
 	"#include <stdio.h>\n"
 	"#include <unistd.h>\n"
-	"#ifdef IN_SECTION\n"
+	"#ifdef DEBUG_HEAD\n"
+	"struct head { char cookie[8]; unsigned long version, free_threaded; };\n"
+	"__attribute__((section(\".PyRuntime\"))) struct head _PyRuntime[512] =\n"
+	"\t{ { \"xdebugpy\", VERSION, FREE_THREADED } };\n"
+	"#elif defined(IN_SECTION)\n"
 	"__attribute__((section(\".PyRuntime\"))) char _PyRuntime[8192] = { 1 };\n"
 	"#else\n"
 	"char _PyRuntime[8192];\n"
@@ -558,6 +562,31 @@ static void test_fake_314(void)
 		return;
 	}
 	check_unsupported("fake 3.14", c.pid, "3.14.0");
+	stop(&c);
+}
+
+/* _Py_DebugOffsets whose head says what it is: a line without a table, a free-threaded build
+ * of a line with one. Both refused with one line, whatever follows the head. */
+static void check_fake_head(const char *flags, const char *what, const char *expect)
+{
+	unsigned long long runtime;
+	char bin[PATH_MAX], why[512];
+	struct py_target t;
+	enum pyproc_status st;
+	struct child c;
+
+	if (build_fake("python3", flags, bin, sizeof(bin))) {
+		SKIP("gcc cannot build %s", what);
+		return;
+	}
+	if (start_fake(bin, &c, &runtime)) {
+		CHECK(0, "%s did not start", what);
+		return;
+	}
+	st = pyproc_inspect(c.pid, &t, why, sizeof(why));
+	CHECK(st == PYPROC_UNSUPPORTED && strstr(why, expect) && strstr(why, "not supported") &&
+		      !strchr(why, '\n'),
+	      "%s: status %d: '%s', want '%s'", what, st, why, expect);
 	stop(&c);
 }
 
@@ -627,6 +656,13 @@ int main(void)
 		test_gone();
 		test_kernel_thread();
 		test_fake_314();
+		check_fake_head("-DDEBUG_HEAD -DVERSION=0x031000F0UL -DFREE_THREADED=0",
+				"fake 3.16",
+				"no table for its _Py_DebugOffsets (version 0x031000f0");
+		check_fake_head("-DDEBUG_HEAD -DVERSION=0x030F02F0UL -DFREE_THREADED=1",
+				"fake free-threaded 3.15", "3.15.2 is a free-threaded build");
+		check_fake_head("-DDEBUG_HEAD -DVERSION=0x030E0AF0UL -DFREE_THREADED=1",
+				"fake free-threaded 3.14", "3.14.10 is a free-threaded build");
 		/* renamed and stripped: found through the .PyRuntime section alone */
 		check_fake_supported("myservice",
 				     "-s -DIN_SECTION -Wl,--export-dynamic-symbol=Py_Version",

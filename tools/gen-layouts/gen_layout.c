@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Prints the struct py_layout initializer of the CPython whose headers it is compiled
- * against (-DPy_BUILD_CORE -I<include/pythonX.Y> -I<include/pythonX.Y/internal>); with
- * the argument "debug" or "desc" (3.13+), the description of where _Py_DebugOffsets holds
- * each value the layout relies on. Exits non-zero when a value does not fit what the walker
- * can read. Built and run by tools/gen-layouts.sh. */
+ * against (-DPy_BUILD_CORE -I<include/pythonX.Y> -I<include/pythonX.Y/internal>). Exits
+ * non-zero when a value does not fit what the walker can read. Built and run by
+ * tools/gen-layouts.sh. */
 #include <stddef.h>
 
 #include <Python.h>
@@ -220,95 +219,9 @@ static void print_layout(void)
 	printf("\t},\n");
 }
 
-#if PY_VERSION_HEX >= 0x030d0000
-/* Each debug value must equal the layout field it describes. */
-#define D(path, field)                                                                             \
-	do {                                                                                       \
-		unsigned long pos_ = offsetof(_Py_DebugOffsets, path);                             \
-		if (pos_ > 0xffff)                                                                 \
-			die(#path, pos_, "does not fit a __u16");                                  \
-		printf("\tPY_DEBUG_FIELD(\"" #path "\", %lu, " #field "),\n", pos_);               \
-	} while (0)
-
-/* "3.13.0" -> "3_13_0", to name the generated array */
-static void version_id(char *id, size_t len)
-{
-	const char *v = PY_VERSION;
-	size_t i;
-
-	for (i = 0; v[i] && i < len - 1; i++)
-		id[i] = (v[i] >= '0' && v[i] <= '9') ? v[i] : '_';
-	id[i] = 0;
-}
-
-static void print_debug(void)
-{
-	char id[16];
-
-	version_id(id, sizeof(id));
-	printf("/* _Py_DebugOffsets of the %s headers */\n", PY_VERSION);
-	printf("static const struct py_debug_field debug_fields_%s[] = {\n", id);
-	D(runtime_state.interpreters_head, runtime_interp_head);
-	D(interpreter_state.next, interp_next);
-	D(interpreter_state.threads_head, interp_tstate_head);
-	D(thread_state.next, tstate_next);
-	D(thread_state.thread_id, tstate_thread_id);
-	D(thread_state.native_thread_id, tstate_native_id);
-	D(thread_state.current_frame, tstate_frame);
-	D(interpreter_frame.previous, frame_back);
-	D(interpreter_frame.executable, frame_code);
-	D(interpreter_frame.instr_ptr, frame_lasti);
-	D(interpreter_frame.owner, frame_owner);
-	D(code_object.size, code_size);
-	D(code_object.filename, code_filename);
-	D(code_object.name, code_name);
-	D(code_object.qualname, code_qualname);
-	D(code_object.linetable, code_linetable);
-	D(code_object.firstlineno, code_firstlineno);
-	D(code_object.co_code_adaptive, code_code);
-	D(pyobject.ob_type, object_type);
-	D(bytes_object.ob_size, bytes_size);
-	D(bytes_object.ob_sval, bytes_sval);
-	D(unicode_object.state, unicode_state);
-	D(unicode_object.length, unicode_length);
-	D(unicode_object.asciiobject_size, unicode_ascii_size);
-	printf("};\n\n");
-}
-
-static void print_desc(void)
-{
-	char id[16];
-
-	version_id(id, sizeof(id));
-	printf("\t{\n");
-	printf("\t\t.minor = PYV(%d, %d),\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
-	printf("\t\t.size = %zu,\n", sizeof(_Py_DebugOffsets));
-	printf("\t\t.cookie_pos = %zu,\n", offsetof(_Py_DebugOffsets, cookie));
-	printf("\t\t.version_pos = %zu,\n", offsetof(_Py_DebugOffsets, version));
-	printf("\t\t.free_threaded_pos = %zu,\n", offsetof(_Py_DebugOffsets, free_threaded));
-	printf("\t\t.nfields = sizeof(debug_fields_%s) / sizeof(debug_fields_%s[0]),\n", id, id);
-	printf("\t\t.fields = debug_fields_%s,\n", id);
-	printf("\t},\n");
-}
-#endif
-
-int main(int argc, char **argv)
+int main(void)
 {
 	fill();
-	if (argc > 1) {
-#if PY_VERSION_HEX >= 0x030d0000
-		if (!strcmp(argv[1], "debug")) {
-			print_debug();
-			return 0;
-		}
-		if (!strcmp(argv[1], "desc")) {
-			print_desc();
-			return 0;
-		}
-#endif
-		fprintf(stderr, "gen_layout: nothing to print for %s\n", argv[1]);
-		return 2;
-	}
 	print_layout();
 	return 0;
 }

@@ -4,7 +4,7 @@
  * model offsets and the generator/frame part of the async layout. The few structs no
  * installed header declares are transcribed below, marked as such, and checked against
  * live interpreters by tests/unit/test_objmodel.c. functools.partial and _asyncio come
- * from user/py_objmodel_find.c. Exits non-zero when a value does not fit what its
+ * from user/cpython/py_objmodel_find.c. Exits non-zero when a value does not fit what its
  * readers can use. Built and run by tools/gen-layouts.sh. */
 #include <stddef.h>
 
@@ -102,7 +102,7 @@ static void die(const char *what, long v, const char *why)
 
 /* pw_coro_step reads READ_MAX bytes of a frame and loads these fields (8 bytes at most)
  * from that buffer. */
-static void frame_field(const char *what, unsigned long off)
+static __attribute__((unused)) void frame_field(const char *what, unsigned long off)
 {
 	if (off >= READ_MAX - 8)
 		die(what, (long)off, "lies beyond the bytes read per frame");
@@ -209,7 +209,7 @@ static void fill_objects(void)
 #endif
 	SET(tstate_dict, offsetof(PyThreadState, dict));
 	SET(tstate_size, sizeof(PyThreadState));
-#if PY_VERSION_HEX >= 0x030d0000
+#if PY_VERSION_HEX >= 0x030d0000 && PY_VERSION_HEX < 0x030e0000
 	if (offsetof(_PyThreadStateImpl, asyncio_running_loop) != sizeof(PyThreadState))
 		die("asyncio_running_loop",
 		    (long)offsetof(_PyThreadStateImpl, asyncio_running_loop),
@@ -250,7 +250,10 @@ static void fill_async(void)
 	SET(async.wakeup_task, offsetof(PyCFunctionObject, m_self));
 #endif
 
-#if PY_VERSION_HEX < 0x030b0000
+#if PY_VERSION_HEX >= 0x030e0000
+	/* 3.14+: frames and generators as the runtime's _Py_DebugOffsets describes them
+	 * (user/pydebug.c) */
+#elif PY_VERSION_HEX < 0x030b0000
 	PyFrameObject *f = NULL;
 
 	SET(async.yf_kind, PY_VERSION_HEX < 0x030a0000 ? PY_YF_LASTI_BYTES : PY_YF_LASTI_UNITS);
@@ -346,8 +349,10 @@ static const char *yf_kind_name(void)
 		return "PY_YF_LASTI_UNITS";
 	case PY_YF_RESUME:
 		return "PY_YF_RESUME";
-	default:
+	case PY_YF_STATE:
 		return "PY_YF_STATE";
+	default:
+		return "0";
 	}
 }
 

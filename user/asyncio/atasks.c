@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atasks.h"
+#include "procmaps.h"
+#include "py314.h"
+#include "py_layouts.h"
+#include "sampler.h"
+#include "tasknames.h"
+#include "vmwalk.h"
+
+#define MAX_SNAPSHOT_TASKS 65536
+#define MAX_CALLBACKS	   64
+#define MAX_REACH	   64 /* objects examined per task while looking for its awaiters */
+#define MAX_DEPTH	   6
+#define FUT_PENDING	   0
+
+struct reach {
+	const struct objread *r;
+	struct atasks *a;
+	struct atask *child;
+	uint64_t seen[MAX_REACH];
+	size_t nseen;
+};
+
+static void add_parent(struct atask *child, uint64_t parent)
+{
+	if (parent == child->addr)
+		return;
+	for (uint32_t i = 0; i < child->nparents; i++)
+		if (child->parents[i] == parent)
+			return;
+	if (child->nparents < ATASK_MAX_PARENTS)
+		child->parents[child->nparents++] = parent;
+}
+
+static int seen(struct reach *x, uint64_t obj)
+{
+	for (size_t i = 0; i < x->nseen; i++)
+		if (x->seen[i] == obj)
+			return 1;
+	if (x->nseen == MAX_REACH)
+		return 1;
+	x->seen[x->nseen++] = obj;
+	return 0;
+}
+
+static void reach_callbacks(struct reach *x, uint64_t fut, int depth);
+
+/* A future that is not a task: whoever its completion wakes awaits the child. */
+static void reach_future(struct reach *x, uint64_t obj, int depth)
+{
+	if (obj_isinstance(x->r, obj, "_asyncio.Task") == 1) {
+		/* a task in a callback's reach is a sibling or the child, never an awaiter */
+		return;
+	}
+	if (obj_isinstance(x->r, obj, "_asyncio.Future") == 1) {
+		reach_callbacks(x, obj, depth + 1);
+		return;
+	}
+	/* as_completed: completions go through a Queue whose getter futures the iterating
+	 * task awaits */
+	if (obj_isinstance(x->r, obj, "Queue") == 1) {
+		uint64_t getters, items[16];
+		size_t n = 0;
+
+		if (!obj_getattr(x->r, obj, "_getters", &getters) &&
+		    !obj_deque_items(x->r, getters, items, 16, &n))
+			for (size_t i = 0; i < n; i++)
+				reach_future(x, items[i], depth + 1);
+	}
+}
+
+/* One done-callback of a future: which tasks does calling it wake, directly or not? */
+static void reach_callback(struct reach *x, uint64_t cb, int depth)
+{
+	const struct objread *r = x->r;
+	const struct py_objmodel *m = r->m;
+	uint64_t type, v, vals[16];
+	char tname[64];
+	size_t n = 0;
+
+	if (!cb || depth > MAX_DEPTH || seen(x, cb) || obj_type(r, cb, &type) ||
+	    obj_type_name(r, type, tname, sizeof(tname)))
+		return;
+	if (!strcmp(tname, "TaskWakeupMethWrapper")) { /* 3.8-3.9 */
+		if (!obj_ptr(r, cb + m->async.wakeup_task, &v))
+			add_parent(x->child, v);
+	} else if (!strcmp(tname, "builtin_function_or_method")) {
+		uint64_t ml, name;
+		char buf[16] = {};
+
+		/* 3.10+: a PyCFunction of task_wakeup bound to the awaiting task */
+		if (!obj_ptr(r, cb + m->cfunc_ml, &ml) && ml &&
+		    !obj_ptr(r, ml + m->methoddef_name, &name) && name &&
+		    !mem_read(r->pid, name, buf, 12) && !memcmp(buf, "task_wakeup", 12) &&
+		    !obj_ptr(r, cb + m->cfunc_self, &v))
+			add_parent(x->child, v);
+	} else if (!strcmp(tname, "function")) {
+		/* gather's _done_callback, shield's _inner_done_callback, wait's and
+		 * as_completed's _on_completion: the future they complete is in a cell */
+		if (!obj_closure(r, cb, vals, 16, &n))
+			for (size_t i = 0; i < n; i++)
+				if (vals[i])
+					reach_future(x, vals[i], depth);
+	} else if (!strcmp(tname, "method")) {
+		uint64_t self;
+
+		if (obj_ptr(r, cb + m->method_self, &self) || !self)
+			return;
+		/* TaskGroup._on_task_done: the group knows its parent task */
+		if (obj_isinstance(r, self, "TaskGroup") == 1 &&
+		    !obj_getattr(r, self, "_parent_task", &v) && v)
+			add_parent(x->child, v);
+		/* 3.13 as_completed: _AsCompletedIterator._handle_completion */
+		else if (!obj_getattr(r, self, "_done", &v) && v)
+			reach_future(x, v, depth);
+	} else if (!strcmp(tname, "functools.partial")) {
+		/* wait_for before 3.12: partial(_release_waiter, waiter) */
+		if (!obj_ptr(r, cb + m->partial_args, &v) && v && !obj_items(r, v, vals, 16, &n))
+			for (size_t i = 0; i < n; i++)
+				reach_future(x, vals[i], depth);
+	}
+}
+
+static void reach_callbacks(struct reach *x, uint64_t fut, int depth)
+{
+	const struct py_async_layout *a = &x->r->m->async;
+	uint64_t cb0, list, items[MAX_CALLBACKS], pair[2];
+	size_t n = 0;
+
+	if (depth > MAX_DEPTH)
+		return;
+	if (!obj_ptr(x->r, fut + a->fut_callback0, &cb0) && cb0)
+		reach_callback(x, cb0, depth);
+	if (obj_ptr(x->r, fut + a->fut_callbacks, &list) || !list ||
+	    obj_items(x->r, list, items, MAX_CALLBACKS, &n))
+		return;
+	/* entries are (callback, context) tuples */
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		if (!obj_items(x->r, items[i], pair, 2, &k) && k >= 1)
+			reach_callback(x, pair[0], depth);
+	}
+}
+
+static int add_task(struct atasks *a, uint64_t addr)
+{
+	if (!addr || atasks_find(a, addr))
+		return 0;
+	if (a->n == MAX_SNAPSHOT_TASKS)
+		return -E2BIG;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct atask *v = realloc(a->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	memset(&a->v[a->n], 0, sizeof(a->v[0]));
+	a->v[a->n++].addr = addr;
+	return 0;
+}
+
+struct atask *atasks_find(struct atasks *a, uint64_t addr)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].addr == addr)
+			return &a->v[i];
+	return NULL;
+}
+
+/* Tasks a WeakSet (or set) of the _asyncio module refers to. */
+static int collect(const struct objread *r, uint64_t mod, const char *name, struct atasks *a)
+{
+	uint64_t obj, set, *items;
+	size_t n = 0;
+	int weak, ret;
+
+	if (obj_module_attr(r, mod, name, &obj))
+		return 0;
+	weak = obj_isinstance(r, obj, "WeakSet") == 1;
+	if (weak && obj_getattr(r, obj, "data", &set))
+		return -EINVAL;
+	items = malloc(MAX_SNAPSHOT_TASKS * sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	ret = obj_set_items(r, weak ? set : obj, items, MAX_SNAPSHOT_TASKS, &n);
+	for (size_t i = 0; !ret && i < n; i++) {
+		uint64_t task = items[i];
+
+		if (weak && obj_weakref_target(r, items[i], &task))
+			continue;
+		if (obj_isinstance(r, task, "_asyncio.Task") == 1)
+			ret = add_task(a, task);
+	}
+	free(items);
+	return ret;
+}
+
+static int collect_current(const struct objread *r, uint64_t mod, struct atasks *a)
+{
+	uint64_t dict, tasks[64];
+	size_t n = 0;
+	int ret = 0;
+
+	if (obj_module_attr(r, mod, "_current_tasks", &dict) ||
+	    obj_dict_items(r, dict, NULL, tasks, 64, &n))
+		return 0;
+	for (size_t i = 0; !ret && i < n; i++)
+		if (obj_isinstance(r, tasks[i], "_asyncio.Task") == 1)
+			ret = add_task(a, tasks[i]);
+	return ret;
+}
+
+/* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
+static int read_task(const struct py_target *t, unsigned int what, struct atask *k)
+{
+	const struct py_async_layout *a = &t->proc.async;
+	struct task_rec rec = {};
+	uint64_t name_obj;
+	char name[TASK_NAME_LEN + 32];
+	struct pw_scratch s;
+	__u64 awaited = 0;
+	int32_t state;
+
+	if (mem_read(t->pid, k->addr + a->fut_state, &state, sizeof(state)) ||
+	    mem_read(t->pid, k->addr + a->task_coro, &k->coro, sizeof(k->coro)))
+		return -EFAULT;
+	if (state != FUT_PENDING)
+		return 0;
+	if (!(what & ATASKS_DETAILS))
+		return 1;
+	if (mem_read(t->pid, k->addr + a->task_name, &name_obj, sizeof(name_obj)))
+		name_obj = 0;
+	rec.name_obj = name_obj;
+	task_name(t, &rec, name, sizeof(name));
+	k->name = strdup(name);
+	if (!k->name)
+		return -ENOMEM;
+	vmwalk_target(t->pid);
+	pw_scratch_reset(&s);
+	k->nframes = pw_walk_coro(&t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s, &awaited,
+				  &k->flags);
+	k->awaited = awaited;
+	return 1;
+}
+
+static int by_name(const void *x, const void *y)
+{
+	const struct atask *a = x, *b = y;
+
+	return strverscmp(a->name ? a->name : "", b->name ? b->name : "");
+}
+
+static void read_tasks(const struct py_target *t, unsigned int what, struct atasks *a);
+static void finish(struct atasks *a, unsigned int what);
+static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
+		       size_t len);
+
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
+		    size_t len)
+{
+	struct objread r;
+	uint64_t mod, fut_type, task_type;
+	int ret;
+
+	memset(a, 0, sizeof(*a));
+	if (objread_init(&r, t)) {
+		if (t->om_why[0])
+			snprintf(why, len, "pid %d: %s", t->pid, t->om_why);
+		else
+			snprintf(why, len, "pid %d: no object model for Python %s", t->pid,
+				 t->version_str);
+		return -1;
+	}
+	ret = obj_module(&r, "_asyncio", &mod);
+	/* asyncio not imported, or sys.modules not made yet (a process caught starting) */
+	if (ret == -ENOENT || ret == -EAGAIN)
+		return 0;
+	a->asyncio = 1;
+	if (ret) {
+		snprintf(why, len, "pid %d: cannot read sys.modules: %s", t->pid, strerror(-ret));
+		return -1;
+	}
+	if (obj_module_attr(&r, mod, "Future", &fut_type) ||
+	    obj_module_attr(&r, mod, "Task", &task_type) ||
+	    py_objmodel_check_asyncio(t->om, t->pid, fut_type, task_type, why, len))
+		return -1;
+	if (t->task_lists)
+		return snapshot314(t, what, a, why, len);
+	if ((ret = collect(&r, mod, "_all_tasks", a)) ||
+	    (ret = collect(&r, mod, "_scheduled_tasks", a)) ||
+	    (ret = collect(&r, mod, "_eager_tasks", a)) || (ret = collect_current(&r, mod, a))) {
+		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
+		atasks_free(a);
+		return -1;
+	}
+	read_tasks(t, what, a);
+	for (size_t i = 0; i < a->n; i++) {
+		struct reach x = { .r = &r, .a = a, .child = &a->v[i] };
+
+		reach_callbacks(&x, a->v[i].addr, 0);
+	}
+	finish(a, what);
+	return 0;
+}
+
+/* Keeps the tasks that are pending, reading what is asked of each. */
+static void read_tasks(const struct py_target *t, unsigned int what, struct atasks *a)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < a->n; i++) {
+		int st = read_task(t, what, &a->v[i]);
+
+		if (st < 0)
+			a->unreadable++;
+		if (st == 1)
+			a->v[kept++] = a->v[i];
+	}
+	a->n = kept;
+}
+
+static void finish(struct atasks *a, unsigned int what)
+{
+	/* the lists are hash-ordered: name order makes the output stable */
+	if (what & ATASKS_DETAILS)
+		qsort(a->v, a->n, sizeof(*a->v), by_name);
+	/* keep only awaiters that are tasks of this snapshot */
+	for (size_t i = 0; i < a->n; i++) {
+		struct atask *k = &a->v[i];
+		uint32_t np = 0;
+
+		for (uint32_t j = 0; j < k->nparents; j++)
+			if (atasks_find(a, k->parents[j]))
+				k->parents[np++] = k->parents[j];
+		k->nparents = np;
+	}
+}
+
+void atasks_free(struct atasks *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i].name);
+	free(a->v);
+	memset(a, 0, sizeof(*a));
+}
+
+int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset)
+{
+	const struct procmap *pm;
+	struct procmaps maps;
+	struct objread r;
+	uint64_t mod, type, init;
+	int ret;
+
+	if (objread_init(&r, t))
+		return -ENOTSUP;
+	if ((ret = obj_module(&r, "_asyncio", &mod)) ||
+	    (ret = obj_module_attr(&r, mod, "Task", &type)) ||
+	    (ret = obj_ptr(&r, type + r.m->type_init, &init)))
+		return ret;
+	if ((ret = procmaps_read(t->pid, &maps)))
+		return ret;
+	pm = procmaps_find(&maps, init);
+	if (!pm || !strchr(pm->perms, 'x'))
+		ret = -ENOENT;
+	else if (!(ret = procmap_file(t->pid, pm, path, len)))
+		*offset = init - pm->start + pm->offset;
+	procmaps_free(&maps);
+	return ret;
+}
+
+int atasks_watch_creations(struct sampler *s, const struct py_target *t)
+{
+	char path[PATH_MAX + 64];
+	uint64_t off;
+	int ret = atasks_task_init(t, path, sizeof(path), &off);
+
+	return ret ? ret : sampler_attach_task_init(s, t->pid, path, off);
+}
+
+int atasks_add_origins(struct atasks *a, const struct py_target *t,
+		       int (*get_link)(void *ctx, uint64_t child, uint64_t *serial,
+				       struct task_link *out),
+		       void *ctx)
+{
+	size_t n = a->n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct task_rec rec = {};
+		struct task_link l;
+		struct atask *p;
+		uint64_t serial;
+		char name[TASK_NAME_LEN + 32];
+		int ret;
+
+		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &serial, &l) ||
+		    l.kind != LINK_ORIGIN || l.child_serial != serial ||
+		    l.child_coro != a->v[i].coro)
+			continue;
+		/* the parent's address may hold a newer task by now */
+		p = atasks_find(a, l.parent);
+		if (p && (p->coro != l.parent_coro || get_link(ctx, l.parent, &serial, NULL) ||
+			  serial != l.parent_serial))
+			p = NULL;
+		if (!p) {
+			/* an ended creator is named by its serial: its address may be taken
+			 * (bit 63 is never set in a user address) */
+			uint64_t key = (l.parent_serial ? l.parent_serial : l.parent) | 1ULL << 63;
+
+			p = atasks_find(a, key);
+			if (p)
+				goto link;
+			if ((ret = add_task(a, key)))
+				return ret;
+			p = &a->v[a->n - 1];
+			p->coro = l.parent_coro;
+			p->ended = 1;
+			rec.name_kind = l.name_kind;
+			memcpy(rec.name, l.name, sizeof(rec.name));
+			task_name(t, &rec, name, sizeof(name));
+			p->name = strdup(name);
+			if (!p->name)
+				return -ENOMEM;
+		}
+	link:
+		a->v[i].parents[a->v[i].nparents++] = p->addr;
+	}
+	return 0;
+}
+
+/* 3.14+: a pending task sits on its thread's list (its interpreter's once the thread is
+ * gone), and names its awaiters itself in fut_awaited_by: one object, or a set of them. */
+static int list_tasks(pid_t pid, uint64_t head, const struct py314_asyncio *o, struct atasks *a)
+{
+	uint64_t node = 0;
+	int ret;
+
+	if (mem_read(pid, head + o->llist_next, &node, sizeof(node)))
+		return -EFAULT;
+	for (size_t n = 0; node && node != head; n++) {
+		if (n == MAX_SNAPSHOT_TASKS)
+			return -ELOOP;
+		if ((ret = add_task(a, node - o->task_node)))
+			return ret;
+		if (mem_read(pid, node + o->llist_next, &node, sizeof(node)))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atask *k)
+{
+	uint64_t by = 0, table = 0, mask = 0, key;
+	char is_set = 0;
+
+	if (mem_read(pid, k->addr + o->task_awaited_by, &by, sizeof(by)) || !by ||
+	    mem_read(pid, k->addr + o->task_awaited_by_is_set, &is_set, 1))
+		return;
+	if (!is_set) {
+		add_parent(k, by);
+		return;
+	}
+	/* set entries are (key, hash); the caller keeps only keys that are tasks */
+	if (mem_read(pid, by + o->set_table, &table, sizeof(table)) ||
+	    mem_read(pid, by + o->set_mask, &mask, sizeof(mask)) || mask > 4095)
+		return;
+	for (uint64_t i = 0; i <= mask && k->nparents < ATASK_MAX_PARENTS; i++)
+		if (!mem_read(pid, table + i * 16, &key, sizeof(key)) && key)
+			add_parent(k, key);
+}
+
+static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
+		       size_t len)
+{
+	const struct py_layout *l = &t->proc.layout;
+	struct py314_asyncio o;
+	uint64_t interp = 0, ts;
+	int ret;
+
+	if (py314_asyncio(t, &o, why, len)) {
+		a->asyncio = 0;
+		return -1;
+	}
+	ret = mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp));
+	for (int ni = 0; !ret && interp && ni < MAX_THREADS; ni++) {
+		ret = list_tasks(t->pid, interp + o.interp_tasks_head, &o, a);
+		ts = 0;
+		if (!ret && mem_read(t->pid, interp + l->interp_tstate_head, &ts, sizeof(ts)))
+			ret = -EFAULT;
+		for (int nt = 0; !ret && ts && nt < MAX_THREADS; nt++) {
+			ret = list_tasks(t->pid, ts + o.tstate_tasks_head, &o, a);
+			if (!ret && mem_read(t->pid, ts + l->tstate_next, &ts, sizeof(ts)))
+				ret = -EFAULT;
+		}
+		if (ret || mem_read(t->pid, interp + l->interp_next, &interp, sizeof(interp)))
+			break;
+	}
+	if (ret) {
+		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
+		atasks_free(a);
+		return -1;
+	}
+	read_tasks(t, what, a);
+	for (size_t i = 0; i < a->n; i++)
+		awaiters314(t->pid, &o, &a->v[i]);
+	finish(a, what);
+	return 0;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* A snapshot of a process's asyncio tasks and who awaits whom, read from its memory. */
+#ifndef ASYNCBPF_ATASKS_H
+#define ASYNCBPF_ATASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objread.h"
+#include "pyproc.h"
+
+#define ATASK_MAX_FRAMES  64
+#define ATASK_MAX_PARENTS 8
+
+struct atask {
+	uint64_t addr;
+	char *name;
+	uint64_t coro;
+	uint64_t awaited; /* what its innermost coroutine awaits (not a coroutine), or 0 */
+	struct frame_rec frames[ATASK_MAX_FRAMES]; /* suspended coroutine chain, outermost first */
+	uint32_t nframes;
+	uint32_t flags; /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
+	uint64_t parents[ATASK_MAX_PARENTS]; /* tasks that await it (or, alone, its creator) */
+	uint32_t nparents;
+	int ended; /* not a task of the snapshot: a creator known from a link */
+};
+
+struct atasks {
+	struct atask *v;
+	size_t n, cap;
+	size_t unreadable; /* task objects that could not be read */
+	int asyncio;	   /* the process has imported asyncio */
+};
+
+/* Reads every pending asyncio task of t's process and links each to the tasks awaiting it,
+ * through whatever sits between them (gather, TaskGroup, shield, wait, wait_for,
+ * as_completed). 0 (possibly with no tasks: asyncio not imported) or -1 with a reason. */
+enum atasks_what {
+	ATASKS_LINKS = 0,	 /* tasks, their coroutines and who awaits whom */
+	ATASKS_DETAILS = 1 << 0, /* also names and suspended coroutine chains */
+};
+
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *out, char *why,
+		    size_t len);
+void atasks_free(struct atasks *a);
+
+/* Adds to the snapshot the creators that links made at task creation name, for tasks
+ * nobody awaits; a creator that has returned is added as an ended task. get_link gives
+ * a task's serial and, when out is not NULL, its link. */
+int atasks_add_origins(struct atasks *a, const struct py_target *t,
+		       int (*get_link)(void *ctx, uint64_t child, uint64_t *serial,
+				       struct task_link *out),
+		       void *ctx);
+
+/* Where the process's _asyncio.Task constructor (tp_init) is: the file as the process
+ * maps it (under /proc/PID/root) and the offset in it, for a uprobe. -ENOENT while
+ * asyncio is not imported. */
+int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset);
+
+struct sampler;
+/* Attaches s's task-creation uprobe there: tasks t's process creates from now on are
+ * linked to their creators. 0, -ENOENT while asyncio is not imported, or -errno. */
+int atasks_watch_creations(struct sampler *s, const struct py_target *t);
+struct atask *atasks_find(struct atasks *a, uint64_t addr);
+
+#endif

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "benchrun.h"
+#include "procfs.h"
+
+#define SETTLE_S    0.5 /* after the recorder is ready, before the work starts */
+#define START_S	    30	/* for the workload to say READY */
+#define READY_S	    60	/* for the recorder to be ready */
+#define RUN_TIMEOUT 120
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+static double tv_s(struct timeval tv)
+{
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+/* Reads one line from fd into buf (up to a newline), waiting up to timeout s. */
+static int read_line(int fd, char *buf, size_t len, double timeout)
+{
+	size_t n = 0;
+	double end = now_s() + timeout;
+
+	while (n + 1 < len && now_s() < end) {
+		char c;
+		ssize_t r = read(fd, &c, 1);
+
+		if (r <= 0)
+			return -1;
+		if (c == '\n') {
+			buf[n] = 0;
+			return 0;
+		}
+		buf[n++] = c;
+	}
+	return -1;
+}
+
+static pid_t spawn(const char *prog, char *const argv[], const char *preload, int in_fd, int out_fd,
+		   int err_fd)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+		exit(1);
+	}
+	if (pid)
+		return pid;
+	if (in_fd >= 0)
+		dup2(in_fd, 0);
+	if (out_fd >= 0)
+		dup2(out_fd, 1);
+	if (err_fd >= 0)
+		dup2(err_fd, 2);
+	if (preload)
+		setenv("LD_PRELOAD", preload, 1);
+	else
+		unsetenv("LD_PRELOAD");
+	execvp(argv[0], argv);
+	_exit(127);
+}
+
+/* The recorder handles SIGINT once its reader is loaded (for bpf, once the kernel has
+ * accepted the program): then it is about to sample. */
+static int wait_ready(const char *prog, pid_t rec)
+{
+	char path[64], buf[4096], *p;
+	double end = now_s() + READY_S;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", rec);
+	while (now_s() < end) {
+		if (proc_read(path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "SigCgt:")))
+			break; /* exited */
+		if (strtoull(p + 7, NULL, 16) & (1ULL << (SIGINT - 1)))
+			return 0;
+		sleep_s(0.02);
+	}
+	fprintf(stderr, "%s: asyncbpf-record did not start\n", prog);
+	return -1;
+}
+
+char *bench_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = n >= 0 ? calloc(1, n + 1) : NULL;
+	if (buf && fread(buf, 1, n, f) == (size_t)n)
+		*len = n;
+	else if (buf)
+		buf[0] = 0;
+	fclose(f);
+	return buf ? buf : strdup("");
+}
+
+/* A value after "label: " in the recorder's --stats output, NAN if absent. */
+static double stat_of(const char *text, const char *label)
+{
+	const char *p = text;
+	size_t l = strlen(label);
+
+	while ((p = strstr(p, label))) {
+		if ((p == text || p[-1] == '\n') && p[l] == ':')
+			return atof(p + l + 1);
+		p += l;
+	}
+	return NAN;
+}
+
+/* What the workload printed when done. */
+static void parse_result(const char *prog, const char *line, struct bench_result *res)
+{
+	long long result = 0, expected = -1;
+	const char *p;
+
+	if ((p = strstr(line, "\"result\": ")))
+		result = atoll(p + 10);
+	if ((p = strstr(line, "\"expected\": ")))
+		expected = atoll(p + 12);
+	if ((p = strstr(line, "\"wall\": ")))
+		res->wall = atof(p + 8);
+	if ((p = strstr(line, "\"cpu\": ")))
+		res->cpu = atof(p + 7);
+	if (result != expected)
+		fprintf(stderr, "%s: wrong result %lld (expected %lld)\n", prog, result, expected);
+	else
+		res->ok = 1;
+}
+
+/* Each reader names its samples and its per-sample time in its own words. */
+static void parse_stats(const char *text, const char *reader, struct bench_result *res)
+{
+	bool bpf = !strcmp(reader, "bpf");
+
+	res->taken = stat_of(text, bpf ? "python samples" : "samples");
+	res->recorded = stat_of(text, "recorded samples");
+	res->lost = stat_of(text, "lost");
+	res->cost_ns = stat_of(text, "median read time per sample");
+	res->mean_ns = stat_of(text, bpf			 ? "walk time per python sample"
+				     : !strcmp(reader, "memcpy") ? "handler time per sample"
+								 : "walk time per sample");
+}
+
+/* Ends the recorder; false if it failed (said, with its stderr). */
+static bool end_recorder(const char *prog, const struct bench_recorder *rec, pid_t pid,
+			 struct bench_result *res)
+{
+	struct rusage ru;
+	char *text;
+	size_t len;
+	int st;
+
+	kill(pid, SIGINT);
+	if (wait4(pid, &st, 0, &ru) != pid)
+		return true;
+	res->prof_cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		return true;
+	fprintf(stderr, "%s: asyncbpf-record --reader %s failed (%s %d):\n", prog, rec->reader,
+		WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	text = bench_read_file(rec->stats, &len);
+	if (text)
+		fputs(text, stderr);
+	free(text);
+	return false;
+}
+
+struct bench_result bench_run(const char *prog, const struct bench_workload *w,
+			      const struct bench_recorder *rec)
+{
+	char req[16], wk[16], dp[16], fq[16], pidarg[16], line[512];
+	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
+	struct bench_result res = {
+		.wall = NAN, .cpu = NAN, .prof_cpu = NAN, .cost_ns = NAN, .mean_ns = NAN
+	};
+	int in[2], out[2], st, efd = -1;
+	pid_t target, recpid = 0;
+
+	snprintf(req, sizeof(req), "%d", w->requests);
+	snprintf(wk, sizeof(wk), "%d", w->work);
+	snprintf(dp, sizeof(dp), "%d", w->depth);
+	if (pipe(in) || pipe(out)) {
+		fprintf(stderr, "%s: pipe: %s\n", prog, strerror(errno));
+		exit(1);
+	}
+	target = spawn(prog, targv, w->preload, in[0], out[1], -1);
+	close(in[0]);
+	close(out[1]);
+	if (read_line(out[0], line, sizeof(line), START_S) || strcmp(line, "READY")) {
+		fprintf(stderr, "%s: the workload did not start (%s)\n", prog, w->python);
+		goto reap;
+	}
+	if (rec) {
+		char *rargv[] = { (char *)rec->path, "--reader", (char *)rec->reader, "-p", pidarg,
+				  "-F", fq, "--stats",
+				  /* the creation probe is BPF's alone: all readers get the
+				   * same task maps, from snapshots */
+				  "--no-origins", "-o", (char *)rec->output, NULL };
+
+		snprintf(pidarg, sizeof(pidarg), "%d", target);
+		snprintf(fq, sizeof(fq), "%u", rec->freq);
+		unlink(rec->output);
+		efd = open(rec->stats, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		recpid = spawn(prog, rargv, NULL, -1, -1, efd);
+		if (wait_ready(prog, recpid))
+			goto reap;
+		sleep_s(SETTLE_S);
+	}
+	if (write(in[1], "\n", 1) != 1 || read_line(out[0], line, sizeof(line), RUN_TIMEOUT)) {
+		fprintf(stderr, "%s: the workload did not finish\n", prog);
+		goto reap;
+	}
+	parse_result(prog, line, &res);
+reap:
+	close(in[1]);
+	close(out[0]);
+	if (recpid) {
+		if (!end_recorder(prog, rec, recpid, &res))
+			res.ok = 0;
+		close(efd);
+	}
+	kill(target, SIGKILL);
+	waitpid(target, &st, 0);
+	if (recpid && res.ok) {
+		size_t len;
+		char *text = bench_read_file(rec->stats, &len);
+
+		if (text)
+			parse_stats(text, rec->reader, &res);
+		free(text);
+	}
+	return res;
+}

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+
+/* a container, process, thread, a marker, the thread's frames, per task a boundary and two markers
+ * around its coroutine frames, a leaf marker */
+#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 7)
+
+int record_init(struct record *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->prof = profile_new();
+	r->syms = symtab_new();
+	r->names = tasknames_new();
+	if (!r->prof || !r->syms || !r->names) {
+		record_fini(r);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void record_fini(struct record *r)
+{
+	profile_free(r->prof);
+	symtab_free(r->syms);
+	tasknames_free(r->names);
+	free(r->targets);
+	memset(r, 0, sizeof(*r));
+}
+
+struct target *record_target(struct record *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->ntargets; i++)
+		if (r->targets[i].t.pid == pid)
+			return &r->targets[i];
+	return NULL;
+}
+
+struct target *record_add_target(struct record *r, const struct py_target *t)
+{
+	struct target *tg = record_target(r, t->pid);
+
+	if (!tg) {
+		if (r->ntargets == r->cap) {
+			size_t cap = r->cap ? r->cap * 2 : 16;
+			struct target *n = realloc(r->targets, cap * sizeof(*n));
+
+			if (!n)
+				return NULL;
+			r->targets = n;
+			r->cap = cap;
+		}
+		tg = &r->targets[r->ntargets++];
+	}
+	memset(tg, 0, sizeof(*tg));
+	tg->t = *t;
+	tg->root_frame = UINT32_MAX;
+	tg->stack_budget = r->stack_limit;
+	tg->proc_frame = profile_frame(r->prof, FRAME_PROCESS, t->comm, NULL, t->pid);
+	if (tg->proc_frame == UINT32_MAX) {
+		r->ntargets--;
+		return NULL;
+	}
+	return tg;
+}
+
+void record_del_target(struct record *r, pid_t pid)
+{
+	struct target *tg = record_target(r, pid);
+
+	if (!tg)
+		return;
+	symtab_forget(r->syms, pid);
+	tasknames_forget(r->names, pid);
+	*tg = r->targets[--r->ntargets];
+}
+
+int record_place_target(struct record *r, struct target *tg, const struct proc_place *pl,
+			bool root_frame)
+{
+	char name[CGROUP_PATH_LEN + 16];
+	uint32_t id;
+
+	id = profile_process_frame(r->prof, tg->t.comm, tg->t.pid, pl->ns_pid, pl->label);
+	if (id == UINT32_MAX)
+		return -ENOMEM;
+	tg->proc_frame = id;
+	tg->place = *pl;
+	tg->container_frame = root_frame;
+	tg->root_frame = UINT32_MAX;
+	if (root_frame && pl->label[0]) {
+		snprintf(name, sizeof(name), "[container %s]", pl->label);
+		tg->root_frame = profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+		if (tg->root_frame == UINT32_MAX)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+struct profile *record_cut(struct record *r)
+{
+	struct profile *old = r->prof, *p = profile_new();
+	size_t i;
+
+	if (!p)
+		return NULL;
+	profile_set_period(p, profile_period(old));
+	r->prof = p;
+	/* a target's process and container frames are ids in the profile: intern them
+	 * again in the new one, and give it a new stack budget there */
+	for (i = 0; i < r->ntargets; i++) {
+		struct target *tg = &r->targets[i];
+
+		if (record_place_target(r, tg, &tg->place, tg->container_frame))
+			break;
+		tg->stack_budget = r->stack_limit;
+	}
+	if (i < r->ntargets) {
+		r->prof = old;
+		for (size_t k = 0; k < r->ntargets; k++)
+			record_place_target(r, &r->targets[k], &r->targets[k].place,
+					    r->targets[k].container_frame);
+		profile_free(p);
+		return NULL;
+	}
+	return old;
+}
+
+static uint32_t special(struct record *r, const char *name)
+{
+	return profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+}
+
+static uint32_t python_frame(struct record *r, struct target *tg, const struct frame_rec *f)
+{
+	const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
+	uint32_t id;
+
+	if (!c->valid) {
+		r->unknown_frames++;
+		return special(r, "[unknown]");
+	}
+	id = profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
+			   py_code_line(c, tg->t.version, f->instr));
+	profile_set_start_line(r->prof, id, c->firstlineno);
+	return id;
+}
+
+static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t)
+{
+	char name[TASK_NAME_LEN + 32];
+
+	task_name(&tg->t, t, name, sizeof(name));
+	return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
+}
+
+/* Root first: the thread's frames down to the running task's coroutine (the event loop's
+ * part), each awaiting task from the outermost with its suspended coroutine frames, then
+ * the running task and its frames down to the leaf. */
+static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s, uint32_t *ids,
+		     uint32_t n)
+{
+	const struct sample_hdr *h = &s->hdr;
+	uint32_t split = 0, total = h->nframes + h->ncoro;
+	/* a suspended task shows its own coroutine frames like its awaiters' */
+	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
+
+	if (h->ntasks && last == 0)
+		goto tasks;
+	if (!h->ntasks || h->running_idx >= h->nframes) {
+		for (uint32_t i = h->nframes; i-- > 0;)
+			ids[n++] = python_frame(r, tg, &s->frames[i]);
+		return n;
+	}
+	split = h->running_idx + 1;
+	for (uint32_t i = h->nframes; i-- > split;)
+		ids[n++] = python_frame(r, tg, &s->frames[i]);
+tasks:
+	if (s->tasks[h->ntasks - 1].flags & TASK_MORE)
+		ids[n++] = special(r, "[more tasks]");
+	for (uint32_t k = h->ntasks; k-- > last;) {
+		const struct task_rec *t = &s->tasks[k];
+
+		ids[n++] = task_frame(r, tg, t);
+		if (t->flags & TASK_CYCLE)
+			ids[n++] = special(r, "[cycle]");
+		for (uint32_t i = t->first; i < (uint32_t)t->first + t->nframes && i < total; i++)
+			ids[n++] = python_frame(r, tg, &s->frames[i]);
+		if (t->flags & TASK_TRUNCATED)
+			ids[n++] = special(r, "[truncated]");
+	}
+	if (!(s->tasks[h->ntasks - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
+		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[h->ntasks - 1]);
+	if (!last)
+		return n;
+	ids[n++] = task_frame(r, tg, &s->tasks[0]);
+	for (uint32_t i = split; i-- > 0;)
+		ids[n++] = python_frame(r, tg, &s->frames[i]);
+	return n;
+}
+
+void record_sample(struct record *r, const struct py_sample *s)
+{
+	record_sample_ns(r, s, 0, 0);
+}
+
+void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+		      uint64_t cpu_ns)
+{
+	const struct sample_hdr *h = &s->hdr;
+	struct target *tg = record_target(r, h->pid);
+	uint32_t ids[MAX_IDS], n = 0;
+	char comm[TASK_COMM_LEN + 1];
+	int ret;
+
+	if (!tg) {
+		r->unknown_pid++;
+		return;
+	}
+	tg->samples++;
+	memcpy(comm, h->comm, TASK_COMM_LEN);
+	comm[TASK_COMM_LEN] = 0;
+	if (tg->root_frame != UINT32_MAX)
+		ids[n++] = tg->root_frame;
+	ids[n++] = tg->proc_frame;
+	if (h->flags & SAMPLE_SUSPENDED)
+		ids[n++] = special(r, "[suspended tasks]");
+	else
+		ids[n++] = profile_frame(r->prof, FRAME_THREAD,
+					 h->tid == h->pid ? "MainThread" : comm, NULL, h->tid);
+	if (h->flags & SAMPLE_TRUNCATED)
+		ids[n++] = special(r, "[truncated]");
+	else if (h->flags & SAMPLE_READ_ERR)
+		ids[n++] = special(r, "[incomplete]");
+	n = join(r, tg, s, ids, n);
+	if (h->flags & SAMPLE_NO_TSTATE)
+		ids[n++] = special(r, "[no Python thread state]");
+	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED)))
+		ids[n++] = special(r, "[no Python frames]");
+	for (uint32_t i = 0; i < n; i++)
+		if (ids[i] == UINT32_MAX) {
+			r->nomem++;
+			return;
+		}
+	if (!r->stack_limit || wall_ns || cpu_ns) {
+		if (profile_add_ns(r->prof, ids, n, 1, wall_ns, cpu_ns))
+			r->nomem++;
+		return;
+	}
+	ret = profile_add_capped(r->prof, ids, n, 1, &tg->stack_budget);
+	if (ret == -ENOSPC) {
+		/* the process's table is full: count the sample under its thread */
+		r->over_limit++;
+		n = tg->root_frame != UINT32_MAX ? 3 : 2;
+		ids[n++] = special(r, "[stack limit]");
+		if (ids[n - 1] == UINT32_MAX || profile_add(r->prof, ids, n, 1))
+			r->nomem++;
+	} else if (ret) {
+		r->nomem++;
+	}
+}

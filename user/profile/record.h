@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* A recording: the Python processes being profiled and the profile their samples build. */
+#ifndef ASYNCBPF_RECORD_H
+#define ASYNCBPF_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "container.h"
+#include "profile.h"
+#include "pyproc.h"
+#include "symbolize.h"
+#include "tasknames.h"
+
+struct target {
+	struct py_target t;
+	uint32_t proc_frame; /* interned process frame */
+	uint64_t samples;
+	double next_refresh;			   /* when to read its asyncio tasks again */
+	double last_refresh, interval, snap_floor; /* see snappace.c */
+	uint64_t samples_seen;			   /* samples at the last snapshot */
+	int async_off;		 /* its asyncio could not be read: flat stacks only */
+	int async_fails;	 /* task reads failed in a row */
+	int origins;		 /* task creation is watched (or that failed for good) */
+	int origin_tries;	 /* failed attempts at watching task creation */
+	struct proc_place place; /* namespace pid, cgroup, container */
+	uint32_t root_frame;	 /* [container ID] above the process frame, UINT32_MAX: none */
+	bool container_frame;	 /* asked for that frame (record_place_target) */
+	size_t stack_budget;	 /* bytes its new stacks may still take (limit set) */
+};
+
+struct record {
+	struct profile *prof;
+	struct symtab *syms;
+	struct tasknames *names;
+	struct target *targets;
+	size_t ntargets, cap;
+	uint64_t unknown_pid;	 /* samples of a pid no longer (or not yet) tracked */
+	uint64_t nomem;		 /* samples dropped for lack of memory */
+	uint64_t unknown_frames; /* frames shown as [unknown] */
+	uint64_t root_tasks;	 /* distinct tasks seen at the root of a chain (unlinked) */
+	size_t stack_limit;	 /* bytes of stacks per process, 0: none */
+	uint64_t over_limit; /* samples shown as [stack limit]: their process's table was full */
+};
+
+int record_init(struct record *r);
+void record_fini(struct record *r);
+
+struct target *record_target(struct record *r, pid_t pid);
+struct target *record_add_target(struct record *r, const struct py_target *t);
+void record_del_target(struct record *r, pid_t pid);
+
+/* Labels tg's stacks with where it runs; with root_frame, a [container ID] frame heads
+ * the stacks of a process in a container. 0 or -ENOMEM. */
+int record_place_target(struct record *r, struct target *tg, const struct proc_place *pl,
+			bool root_frame);
+
+/* The profile so far, replaced by an empty one with the same period; the targets, their
+ * symbols and task names are kept. NULL when out of memory (nothing changed). */
+struct profile *record_cut(struct record *r);
+
+/* Symbolizes one BPF record and adds it to the profile. */
+void record_sample(struct record *r, const struct py_sample *s);
+/* The same for a record that stands for wall_ns of wall-clock time and cpu_ns of CPU. */
+void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+		      uint64_t cpu_ns);
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Loads the BPF sampler, attaches it to cpu-clock on every online CPU, and feeds its
+ * ring buffer to a callback. */
+#ifndef ASYNCBPF_SAMPLER_H
+#define ASYNCBPF_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../bpf/asyncbpf.h"
+
+/* Called for each record; data is a struct py_sample holding hdr.nframes frames. */
+typedef void (*sampler_cb)(void *ctx, const struct py_sample *s, size_t size);
+
+struct sampler_opts {
+	unsigned int freq; /* Hz */
+	bool run_stats;	   /* enable the kernel's bpf_stats for run time per sample */
+	bool verbose;	   /* libbpf and verifier messages on stderr */
+	sampler_cb cb;
+	void *ctx;
+};
+
+enum sampler_err {
+	SAMPLER_OK = 0,
+	SAMPLER_EPRIV, /* not root / missing CAP_BPF, CAP_PERFMON */
+	SAMPLER_EBTF,  /* no kernel BTF */
+	SAMPLER_EPERF, /* perf events unavailable */
+	SAMPLER_ELOAD, /* BPF object rejected */
+	SAMPLER_EOTHER,
+};
+
+struct sampler;
+
+/* Privileges and kernel BTF, checked before anything else is attempted. */
+enum sampler_err sampler_check_env(char *err, size_t errlen);
+
+/* Loads the BPF object; on failure returns the kind and writes a one-line reason in err.
+ * Sampling starts with sampler_start, so the maps can be filled first. */
+enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o, char *err,
+			      size_t errlen);
+enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen);
+/* Detaches from the perf events: no sample is taken after this (pending ones can still be
+ * polled), so counts read afterwards match what was delivered. */
+void sampler_stop(struct sampler *s);
+void sampler_close(struct sampler *s);
+/* After a failed BPF load: prints the verifier log's last lines with -v, and returns what
+ * to append to the error ("" when the kernel gave no verifier log). */
+const char *sampler_verifier_hint(void);
+/* Which BPF programs run the walker's loops: "bpf_loop", or the bounded-loop variant. */
+const char *sampler_variant(const struct sampler *s);
+
+int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
+int sampler_del_proc(struct sampler *s, pid_t pid);
+
+/* The asyncio maps: which task runs a coroutine, and which task a task is linked to. */
+int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, const struct task_id *id);
+int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct task_id *out);
+int sampler_del_coro_task(struct sampler *s, pid_t pid, uint64_t coro);
+int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial);
+int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *out);
+int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task);
+int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l);
+int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child);
+int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out);
+
+/* Links each new asyncio task of pid to its creator: a uprobe on _asyncio.Task's
+ * constructor at offset in path. Detached by sampler_del_proc. */
+int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
+
+/* The fd of one of the BPF object's maps by name (for another object to share it: the
+ * lifecycle tracepoints, the wall-clock iterator), -ENOENT if there is none. */
+int sampler_map_fd(struct sampler *s, const char *name);
+
+/* Delivers pending records to the callback, waiting up to timeout_ms; -errno on error. */
+int sampler_poll(struct sampler *s, int timeout_ms);
+
+struct sampler_stats {
+	uint64_t stat[STAT_MAX];	  /* summed over CPUs */
+	uint64_t run_ns, run_cnt;	  /* from bpf_stats, 0 when not enabled */
+	uint64_t bad_records;		  /* malformed ring-buffer records dropped */
+	uint64_t cost_hist[COST_BUCKETS]; /* time per Python sample, by cost_bucket() */
+};
+
+int sampler_read_stats(struct sampler *s, struct sampler_stats *st);
+
+#endif

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recorder_cli.h"
+#include "wall.h"
+
+const char recorder_cli_help[] =
+	"  -a, --all              all Python processes, including ones started later (default)\n"
+	"  -p, --pid PID[,PID]    only these processes\n"
+	"  -F, --freq HZ          samples per second per CPU (default 99; wall mode: ticks\n"
+	"                         per second, default 100)\n"
+	"      --mode MODE        cpu (default): samples of threads on a CPU; wall: at each\n"
+	"                         tick every thread and every suspended asyncio task, weighted\n"
+	"                         by wall time (collapsed values in microseconds)\n"
+	"      --max-tasks N      wall mode: at most N suspended tasks per process per tick,\n"
+	"                         chosen at random and re-weighted (default: all that fit in\n"
+	"                         half the tick)\n"
+	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
+	"                         tasks whose creator returned then show as roots\n"
+	"      --container ID     only processes of this container (id prefix, or the label\n"
+	"                         shown for it); repeatable\n"
+	"      --cgroup PATH      only processes in this cgroup or below; repeatable\n"
+	"      --comm NAME        only processes with this name; repeatable\n"
+	"      --container-frame  a [container ID] frame above the process of a container\n"
+	"      --mem-per-process MIB  cap on each process's symbol cache and on its stack\n"
+	"                         table (default 64; 0: none)\n"
+	"  -v, --verbose          libbpf and verifier messages\n"
+	"      --reader READER    how stacks are read (needs -p unless bpf): bpf (default), in\n"
+	"                         the kernel on cpu-clock; memcpy, by the target itself on\n"
+	"                         SIGRTMIN+7 (started with LD_PRELOAD=libasyncbpf-memcpy.so);\n"
+	"                         vmreadv, by this process with process_vm_readv. The last two\n"
+	"                         sample running threads on a timer and do not watch creations\n";
+
+static int bad(const struct recorder_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", o->prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+/* A whole decimal number in [lo, hi]. */
+static int number(const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(arg, &end, 10);
+	return *end || end == arg || errno || *out < lo || *out > hi ? -1 : 0;
+}
+
+static int parse_pids(struct recorder_cli *cli, struct recorder_opts *o, const char *arg)
+{
+	const char *p = arg;
+
+	while (*p) {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (end == p || errno || v <= 0 || v > INT_MAX || (*end && *end != ','))
+			return bad(o, "invalid pid list '%s'", arg);
+		if (o->npids == RECORDER_CLI_MAX_PIDS)
+			return bad(o, "too many pids (at most %d)", RECORDER_CLI_MAX_PIDS);
+		cli->pids[o->npids++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	}
+	return o->npids ? 0 : bad(o, "invalid pid list '%s'", arg);
+}
+
+void recorder_cli_init(struct recorder_cli *cli, struct recorder_opts *o, unsigned int freq)
+{
+	memset(cli, 0, sizeof(*cli));
+	cli->default_freq = freq;
+	o->pids = cli->pids;
+	o->filter = &cli->filter;
+	o->freq = freq;
+	o->origins = true;
+	o->mem_per_process = 64 << 20;
+}
+
+int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int opt, const char *arg)
+{
+	char why[256];
+	long v;
+
+	switch (opt) {
+	case 'a':
+		cli->all = true;
+		return 1;
+	case 'p':
+		return parse_pids(cli, o, arg) ? -1 : 1;
+	case 'F':
+		if (number(arg, 1, 10000, &v))
+			return bad(o, "invalid frequency '%s' (1 to 10000 Hz)", arg);
+		o->freq = v;
+		cli->freq_set = true;
+		return 1;
+	case 'v':
+		o->verbose = true;
+		return 1;
+	case 'O':
+		o->origins = false;
+		return 1;
+	case 'C':
+	case 'G':
+	case 'N':
+		if (procfilter_add(&cli->filter,
+				   opt == 'C'	? FILTER_CONTAINER
+				   : opt == 'G' ? FILTER_CGROUP
+						: FILTER_COMM,
+				   arg, why, sizeof(why)))
+			return bad(o, "%s", why);
+		return 1;
+	case 'K':
+		o->container_frame = true;
+		return 1;
+	case 'P':
+		if (number(arg, 0, 1 << 20, &v))
+			return bad(o, "invalid --mem-per-process '%s' (MiB, 0 to 1048576)", arg);
+		o->mem_per_process = (size_t)v << 20;
+		return 1;
+	case 'M':
+		if (strcmp(arg, "cpu") && strcmp(arg, "wall"))
+			return bad(o, "unknown mode '%s' (known: cpu, wall)", arg);
+		o->wall = !strcmp(arg, "wall");
+		return 1;
+	case 'T':
+		if (number(arg, 1, WALL_MAX_TASKS, &v))
+			return bad(o, "invalid --max-tasks '%s' (1 to %d)", arg, WALL_MAX_TASKS);
+		o->max_tasks = v;
+		cli->max_set = true;
+		return 1;
+	case 'R':
+		if (reader_parse(arg, &o->reader))
+			return bad(o, "unknown reader '%s' (known: bpf, memcpy, vmreadv)", arg);
+		return 1;
+	}
+	return 0;
+}
+
+int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o)
+{
+	if (cli->all && o->npids)
+		return bad(o, "-a and -p exclude each other");
+	if (o->cmd && !o->cmd[0])
+		return bad(o, "'--' must be followed by a command");
+	if (o->cmd && (cli->all || o->npids))
+		return bad(o, "-- COMMAND excludes -a and -p");
+	if (o->reader != READER_BPF && !o->npids)
+		return bad(o, "--reader %s needs -p", reader_name(o->reader));
+	if (o->wall && o->reader != READER_BPF)
+		return bad(o, "--mode wall reads through BPF: --reader %s does not go with it",
+			   reader_name(o->reader));
+	if (cli->max_set && !o->wall)
+		return bad(o, "--max-tasks needs --mode wall");
+	if (o->wall && !cli->freq_set)
+		o->freq = 100;
+	return 0;
+}
+
+void recorder_cli_free(struct recorder_cli *cli)
+{
+	procfilter_free(&cli->filter);
+}

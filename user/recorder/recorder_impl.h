@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Between the recorder's files (recorder.c: start, loop, cut, stop; recorder_targets.c:
+ * which processes and their tasks; recorder_stats.c: --stats); no one else needs it. */
+#ifndef ASYNCBPF_RECORDER_IMPL_H
+#define ASYNCBPF_RECORDER_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "command.h"
+#include "discover.h"
+#include "lifecycle.h"
+#include "record.h"
+#include "recorder.h"
+#include "sampler.h"
+#include "snappace.h"
+#include "tracker.h"
+#include "wallrec.h"
+
+#define WARNED 64
+
+struct recorder {
+	struct recorder_opts o;
+	struct record rec;
+	struct sampler *sampler;
+	struct ureader *ureader; /* --reader memcpy or vmreadv, instead of sampler */
+	struct wallrec *wall;	 /* --mode wall */
+	struct tracker *tracker;
+	struct command *cmd;
+	struct lifecycle *lc;
+	unsigned int unexamined; /* -a: processes whose files could not be read */
+	uint64_t origins_gone;	 /* creation probes not attached: the process exited or exec'd */
+	uint64_t filtered;	 /* Python processes the filters left out */
+	struct snappace snap;
+	double cpu_start; /* CPU time used before sampling started */
+	struct warned {
+		pid_t pid;
+		unsigned long long start;
+	} warned[WARNED]; /* the last processes warned about as unsupported */
+	size_t nwarned;
+	char first_unexamined[512];
+	/* processes whose tasks, or whose task creation, could not be read, and the first why */
+	uint64_t tasks_off, origins_off;
+	char tasks_off_why[512], origins_off_why[512];
+	struct discover *disc; /* -a: the /proc scan */
+	int scan_ms;	       /* between /proc scans and reaps */
+	double start, next_scan, next_status;
+	uint64_t cut_ns;   /* CLOCK_REALTIME when the current profile began */
+	double cut_at;	   /* and in recorder_now() */
+	uint64_t cut_lost; /* lost samples counted in earlier cuts */
+	uint64_t recorded; /* samples in earlier cuts */
+	bool stopped;
+	double elapsed;		    /* start to stop */
+	struct sampler_stats final; /* the reader's counters at the stop */
+	uint64_t lost;
+	struct py_target *listed; /* o.pids, inspected */
+};
+
+/* One line on stderr, prefixed with the tool's name. */
+void recorder_say(struct recorder *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double recorder_now(void);
+/* User and system CPU time of this process, s. */
+double recorder_cpu(void);
+/* Samples taken in tracked processes that are not in the profile; out: the counters. */
+uint64_t recorder_lost(struct recorder *a, struct sampler_stats *out);
+
+/* recorder_targets.c: the listed pids inspected (-1: one is bad, said); tracking a
+ * process; task snapshots and creation probes of the targets due; the callbacks of
+ * discovery, the lifecycle events and a command's scan; dropping targets that exited. */
+int targets_check(struct recorder *a, struct py_target *targets);
+void targets_track(struct recorder *a, const struct py_target *t);
+void targets_refresh(struct recorder *a);
+void targets_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
+		   const char *why);
+enum pyproc_status targets_examine(void *ctx, pid_t pid);
+void targets_ended(void *ctx, pid_t pid, bool exec);
+bool targets_tracked(void *ctx, pid_t pid);
+void targets_exec(void *ctx, pid_t pid);
+void targets_reap(struct recorder *a, bool explicit_pids);
+
+#endif

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* The --stats report of a recording. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "procfs.h"
+#include "recorder_impl.h"
+
+/* Resident memory of this process, bytes: all of it (VmRSS, which counts the ring
+ * buffers' pages as they are first read) or the heap (RssAnon). */
+static size_t rss_bytes(const char *field)
+{
+	char buf[4096], *p;
+	ssize_t n = proc_read("/proc/self/status", buf, sizeof(buf));
+
+	p = n > 0 ? strstr(buf, field) : NULL;
+	return p ? strtoull(p + strlen(field), NULL, 10) << 10 : 0;
+}
+
+static void print_lifecycle_stats(struct recorder *a, FILE *f)
+{
+	static const char *const names[LCM_MAX] = { "procs", "tstates", "coro_task", "task_serials",
+						    "task_links" };
+	struct lifecycle_stats ls;
+
+	if (!a->lc)
+		return;
+	lifecycle_stats(a->lc, &ls);
+	fprintf(f, "process events: %llu exec, %llu fork, %llu exit, %llu lost\n",
+		(unsigned long long)ls.execs, (unsigned long long)ls.forks,
+		(unsigned long long)ls.exits, (unsigned long long)ls.lost);
+	fprintf(f,
+		"examinations: %llu (%llu retries, %llu gave up waiting for a runtime, %zu "
+		"pending)\n",
+		(unsigned long long)ls.examined, (unsigned long long)ls.retries,
+		(unsigned long long)ls.gave_up, ls.pending);
+	fprintf(f, "map entries freed: %llu\n", (unsigned long long)ls.swept);
+	fprintf(f, "map entries:");
+	for (int m = 0; m < LCM_MAX; m++)
+		fprintf(f, " %s %zu", names[m], ls.entries[m]);
+	fputc('\n', f);
+	fprintf(f, "stale map entries:");
+	for (int m = 0; m < LCM_MAX; m++)
+		fprintf(f, " %s %zu", names[m], ls.stale[m]);
+	fputc('\n', f);
+}
+
+/* The median of a cost_bucket() histogram: the middle of its bucket, in ns. */
+static double hist_median(const uint64_t *h)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (int k = 0; k < COST_BUCKETS; k++)
+		n += h[k];
+	for (int k = 0; n && k < COST_BUCKETS; k++) {
+		seen += h[k];
+		if (seen * 2 >= n) {
+			double lo, hi;
+
+			if (k < 8)
+				return k;
+			lo = (double)((4 + k % 4) << 0) * (double)(1ULL << (k / 4 - 2));
+			hi = lo + (double)(1ULL << (k / 4 - 2));
+			return (lo + hi) / 2;
+		}
+	}
+	return 0;
+}
+
+/* Processes profiled without their asyncio tasks, or without task creation watched: none
+ * is a silent answer. */
+static void print_task_support(const struct recorder *a, FILE *f)
+{
+	fprintf(f, "processes without asyncio tasks: %llu%s%s%s\n",
+		(unsigned long long)a->tasks_off, a->tasks_off ? " (first: " : "", a->tasks_off_why,
+		a->tasks_off ? ")" : "");
+	fprintf(f, "processes without task creation watched: %llu%s%s%s\n",
+		(unsigned long long)a->origins_off, a->origins_off ? " (first: " : "",
+		a->origins_off_why, a->origins_off ? ")" : "");
+}
+
+static void print_ustats(struct recorder *a, double elapsed, FILE *f)
+{
+	struct ureader_stats st;
+
+	ureader_read_stats(a->ureader, &st);
+	fprintf(f, "reader: %s\n", reader_name(a->o.reader));
+	fprintf(f, "duration: %.1f s\n", elapsed);
+	fprintf(f, "timer ticks: %llu (missed %llu)\n", (unsigned long long)st.ticks,
+		(unsigned long long)st.missed_ticks);
+	fprintf(f, "samples: %llu\n", (unsigned long long)st.samples);
+	fprintf(f, "recorded samples: %llu\n",
+		(unsigned long long)a->recorded + profile_total(a->rec.prof));
+	fprintf(f, "no thread state: %llu\n", (unsigned long long)st.no_tstate);
+	fprintf(f, "truncated: %llu\n", (unsigned long long)st.truncated);
+	fprintf(f, "read errors: %llu\n", (unsigned long long)st.read_err);
+	fprintf(f, "lost: %llu\n", (unsigned long long)st.lost);
+	if (st.read_cnt)
+		fprintf(f, "%s per sample: %llu ns (%llu runs)\n",
+			a->o.reader == READER_MEMCPY ? "handler time" : "walk time",
+			(unsigned long long)(st.read_ns / st.read_cnt),
+			(unsigned long long)st.read_cnt);
+	if (st.read_cnt)
+		fprintf(f, "median read time per sample: %.0f ns\n", hist_median(st.cost_hist));
+	if (a->o.reader == READER_MEMCPY)
+		fprintf(f, "faults caught: %llu\nhandler runs unattached: %llu\n",
+			(unsigned long long)st.faults, (unsigned long long)st.idle);
+	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
+	print_task_support(a, f);
+	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
+	fprintf(f, "processes: %zu\n", a->rec.ntargets);
+	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+}
+
+void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *f)
+{
+	double elapsed = a->elapsed;
+	const struct sampler_stats st = a->final;
+	uint64_t lost = a->lost;
+	size_t nstacks, nframes;
+
+	if (a->ureader)
+		return print_ustats(a, elapsed, f);
+	fprintf(f, "duration: %.1f s\n", elapsed);
+	fprintf(f, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
+	fprintf(f, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
+	fprintf(f, "recorded samples: %llu\n",
+		(unsigned long long)a->recorded + profile_total(a->rec.prof));
+	fprintf(f, "no thread state: %llu\n", (unsigned long long)st.stat[STAT_NO_TSTATE]);
+	fprintf(f, "truncated: %llu\n", (unsigned long long)st.stat[STAT_TRUNCATED]);
+	fprintf(f, "read errors: %llu\n", (unsigned long long)st.stat[STAT_READ_ERR]);
+	fprintf(f,
+		"lost: %llu (ring buffer full %llu, malformed %llu, out of memory %llu, untracked "
+		"process %llu)\n",
+		(unsigned long long)lost, (unsigned long long)st.stat[STAT_LOST],
+		(unsigned long long)st.bad_records, (unsigned long long)a->rec.nomem,
+		(unsigned long long)a->rec.unknown_pid);
+	fprintf(f, "unknown frames: %llu (code objects that could not be read)\n",
+		(unsigned long long)a->rec.unknown_frames);
+	fprintf(f, "thread-state lookups: %llu\n", (unsigned long long)st.stat[STAT_TSTATE_LOOKUP]);
+	if (st.run_cnt)
+		fprintf(f, "bpf run time per sample: %llu ns (%llu runs)\n",
+			(unsigned long long)(st.run_ns / st.run_cnt),
+			(unsigned long long)st.run_cnt);
+	else if (a->wall)
+		fprintf(f, "bpf run time per sample: none (wall mode: see bpf run time per "
+			   "tick)\n");
+	else
+		fprintf(f, "bpf run time per sample: unavailable\n");
+	fprintf(f, "bpf walker: %s\n", sampler_variant(a->sampler));
+	if (st.stat[STAT_PYTHON]) {
+		fprintf(f, "walk time per python sample: %llu ns\n",
+			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
+		fprintf(f, "median read time per sample: %.0f ns\n", hist_median(st.cost_hist));
+	}
+	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
+	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
+	fprintf(f,
+		"task-creation probes not attached: %llu (the process exited or exec'd "
+		"meanwhile)\n",
+		(unsigned long long)a->origins_gone);
+	print_task_support(a, f);
+	fprintf(f,
+		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
+		"known)\n",
+		(unsigned long long)a->rec.root_tasks);
+	fprintf(f, "processes: %zu\n", a->rec.ntargets);
+	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
+		symtab_bytes(a->rec.syms) >> 10, (unsigned long long)symtab_evicted(a->rec.syms));
+	fprintf(f, "samples over the stack limit: %llu\n", (unsigned long long)a->rec.over_limit);
+	fprintf(f, "processes filtered out: %llu\n", (unsigned long long)a->filtered);
+	fprintf(f, "task snapshots: %llu (%.3f s CPU)\n", (unsigned long long)a->snap.taken,
+		a->snap.cpu);
+	print_lifecycle_stats(a, f);
+	fprintf(f, "profile: %zu KiB\n", profile_bytes(last ? last : a->rec.prof, &nstacks) >> 10);
+	fprintf(f, "memory used: %zu KiB (heap %zu KiB)\n", rss_bytes("\nVmRSS:") >> 10,
+		rss_bytes("\nRssAnon:") >> 10);
+	fprintf(f, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.2f s before\n",
+		recorder_cpu() - a->cpu_start, 100 * (recorder_cpu() - a->cpu_start) / elapsed,
+		a->cpu_start);
+	profile_size(last ? last : a->rec.prof, &nstacks, &nframes);
+	fprintf(f, "distinct stacks: %zu (%zu distinct frames)\n", nstacks, nframes);
+	if (a->wall)
+		wallrec_print_stats(a->wall, f);
+}

@@ -30,7 +30,7 @@ static const char usage[] =
 	"                       [--container-frame] [--mem-per-process MIB]\n"
 	"       asyncbpf-record [OPTIONS] -- COMMAND [ARG...]\n"
 	"\n"
-	"Samples the stacks of Python processes (CPython 3.8-3.14) from BPF.\n"
+	"Samples the stacks of Python processes (CPython 3.8-3.15) from BPF.\n"
 	"\n"
 	"  -d, --duration SECONDS stop after this long (default: at SIGINT or SIGTERM)\n"
 	"  -o, --output FILE      write here instead of stdout\n"

@@ -53,7 +53,7 @@ static __always_inline void pw_bounded_fix_tasks(struct pw_tasks *c, struct scra
 		type c;                                                                            \
 		long ret;                                                                          \
                                                                                                    \
-		/* used, so that clang passes it: the verifier checks every argument */          \
+		/* used, so that clang passes it: the verifier checks every argument */            \
 		asm volatile("" : : "r"(i));                                                       \
 		if (!sc)                                                                           \
 			return 1;                                                                  \

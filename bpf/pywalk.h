@@ -19,6 +19,8 @@
 #ifdef __bpf__
 #define PW_INLINE		__always_inline
 #define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
+/* v &= mask in an instruction clang cannot drop as redundant */
+#define PW_MASK(v, mask) asm volatile("%0 &= %1" : "+r"(v) : "i"(mask))
 #ifndef PW_BOUNDED_LOOPS
 #define PW_LOOP(max, fn, ctx) bpf_loop(max, fn, ctx, 0)
 #else
@@ -39,7 +41,8 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 #endif
 #else
 #include <string.h>
-#define PW_INLINE inline __attribute__((unused))
+#define PW_INLINE	 inline __attribute__((unused))
+#define PW_MASK(v, mask) ((v) &= (mask))
 #define PW_LOAD(type, buf, off)                                                                    \
 	({                                                                                         \
 		type v_;                                                                           \
@@ -310,6 +313,9 @@ static long pw_walk_step(__u32 i, void *ctx)
 	} else {
 		pw_keep_gen(w);
 	}
+	/* n < MAX_FRAMES, masked again where 5.10's verifier sees it: it loses the bound
+	 * through the register copies clang makes around the base check */
+	PW_MASK(n, MAX_FRAMES - 1);
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
 	w->out[n].fp = pw_code_fp_cached(w->p, code, s);

@@ -54,8 +54,8 @@ struct sampler_objs {
 	} while (0)
 
 struct sampler {
-	struct sampler_bpf *skel;		/* the bpf_loop variant, or */
-	struct sampler_bounded_bpf *bounded;	/* the bounded-loop one */
+	struct sampler_bpf *skel;	     /* the bpf_loop variant, or */
+	struct sampler_bounded_bpf *bounded; /* the bounded-loop one */
 	struct sampler_objs o;
 	const char *variant;
 	struct probe *probes;
@@ -124,7 +124,9 @@ const char *sampler_verifier_hint(void)
 		print_log_tail();
 	log_next = 0;
 	/* a load can fail before the verifier runs (a missing kfunc): no log to point to */
-	return !seen ? "" : log_verbose ? "; verifier log above" : "; run with -v for the verifier log";
+	return !seen	     ? ""
+	       : log_verbose ? "; verifier log above"
+			     : "; run with -v for the verifier log";
 }
 
 /* NULL when the effective capabilities allow BPF and perf events, else what is missing. */
@@ -448,8 +450,7 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 {
 	struct task_key key = { .pid = pid, .addr = coro };
 
-	return bpf_map__lookup_elem(s->o.maps.coro_task, &key, sizeof(key), out, sizeof(*out),
-				    0);
+	return bpf_map__lookup_elem(s->o.maps.coro_task, &key, sizeof(key), out, sizeof(*out), 0);
 }
 
 int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)
@@ -464,8 +465,8 @@ int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *ou
 {
 	struct task_key key = { .pid = pid, .addr = task };
 
-	return bpf_map__lookup_elem(s->o.maps.task_serials, &key, sizeof(key), out,
-				    sizeof(*out), 0);
+	return bpf_map__lookup_elem(s->o.maps.task_serials, &key, sizeof(key), out, sizeof(*out),
+				    0);
 }
 
 int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task)
@@ -501,8 +502,7 @@ int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_l
 {
 	struct task_key key = { .pid = pid, .addr = child };
 
-	return bpf_map__lookup_elem(s->o.maps.task_links, &key, sizeof(key), out, sizeof(*out),
-				    0);
+	return bpf_map__lookup_elem(s->o.maps.task_links, &key, sizeof(key), out, sizeof(*out), 0);
 }
 
 int sampler_poll(struct sampler *s, int timeout_ms)

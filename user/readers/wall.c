@@ -103,8 +103,8 @@ static int check_kernel(char *err, size_t errlen)
 	btf__free(btf);
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "unknown");
-	len = snprintf(err, errlen, "wall mode needs kernel features this kernel (%s) lacks:",
-		       u.release);
+	len = snprintf(err, errlen,
+		       "wall mode needs kernel features this kernel (%s) lacks:", u.release);
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		if (need[i].ok)
 			continue;

@@ -449,7 +449,7 @@ static const enum pydbg_field required[] = {
 	PD_UNICODE_ASCII_SIZE,
 };
 
-static void version_str(uint32_t v, char *buf, size_t len)
+void pydbg_version_str(uint32_t v, char *buf, size_t len)
 {
 	static const char *const level[16] = { [0xA] = "a", [0xB] = "b", [0xC] = "rc" };
 	unsigned int lv = PYV_LEVEL(v);
@@ -514,7 +514,7 @@ int pydbg_decode(const void *buf, size_t len, uint32_t expect, struct pydbg *d, 
 	uint64_t found;
 
 	memset(d, 0, sizeof(*d));
-	version_str(expect, ver, sizeof(ver));
+	pydbg_version_str(expect, ver, sizeof(ver));
 	if (len < PYDBG_HEAD || memcmp(b, COOKIE, 8)) {
 		snprintf(why, whylen,
 			 "Python %s without _Py_DebugOffsets at _PyRuntime, not supported", ver);
@@ -614,7 +614,7 @@ int pydbg_layout(const struct pydbg *d, struct py_layout *l, struct py_async_lay
 	uint64_t end;
 	char ver[32];
 
-	version_str(d->version, ver, sizeof(ver));
+	pydbg_version_str(d->version, ver, sizeof(ver));
 	memset(l, 0, sizeof(*l));
 	l->py_version = d->version;
 	l->frame_kind = PY_FRAMES_DIRECT;
@@ -718,7 +718,7 @@ int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, ch
 	};
 	char ver[32];
 
-	version_str(d->version, ver, sizeof(ver));
+	pydbg_version_str(d->version, ver, sizeof(ver));
 	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
 		uint16_t want;
 

@@ -139,4 +139,7 @@ int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, ch
 /* "3.13, 3.14, 3.15": the lines with a table. */
 void pydbg_known(char *buf, size_t len);
 
+/* "3.15.2", "3.14.0rc1": a PY_VERSION_HEX as CPython writes it. */
+void pydbg_version_str(uint32_t v, char *buf, size_t len);
+
 #endif

@@ -275,18 +275,6 @@ static int map_vaddr(struct inspect *in, struct pyelf *py, uint64_t vaddr, uint6
 	return procmaps_find(&in->maps, *addr) ? 0 : -ENOENT;
 }
 
-static void version_str(uint32_t v, char *buf, size_t len)
-{
-	static const char *const level[16] = { [0xA] = "a", [0xB] = "b", [0xC] = "rc" };
-	unsigned int lv = PYV_LEVEL(v);
-
-	if (lv == 0xF || !level[lv])
-		snprintf(buf, len, "%u.%u.%u", PYV_MAJOR(v), PYV_MINOR(v), PYV_MICRO(v));
-	else
-		snprintf(buf, len, "%u.%u.%u%s%u", PYV_MAJOR(v), PYV_MINOR(v), PYV_MICRO(v),
-			 level[lv], v & 0xf);
-}
-
 /* PY_VERSION_HEX: the Py_Version constant (3.11+), else the PY_VERSION string. */
 static int py_version(struct pyelf *py, uint32_t *hex, char *str, size_t len)
 {
@@ -297,7 +285,7 @@ static int py_version(struct pyelf *py, uint32_t *hex, char *str, size_t len)
 	if (!elf_symbol(py->e, "Py_Version", ELF_DYNSYM | ELF_SYMTAB, &v, &size) &&
 	    !elf_read_uint(py->e, v, size == 8 ? 8 : 4, &v) && v >> 24 >= 3 && v >> 32 == 0) {
 		*hex = (uint32_t)v;
-		version_str(*hex, str, len);
+		pydbg_version_str(*hex, str, len);
 		return 0;
 	}
 	if (name_version(py->map->path, &major, &minor)) {

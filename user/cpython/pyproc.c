@@ -17,6 +17,7 @@
 #include "pydebug.h"
 #include "pyproc.h"
 
+#define PF_EXITING 0x00000004 /* task flags: getting shut down */
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
 
 struct inspect {
@@ -101,8 +102,9 @@ static bool vanished(const struct inspect *in)
 	char state;
 	int err = read_stat(in->pid, &state, &flags, &start);
 
-	return is_gone_err(err) ||
-	       (!err && (start != in->start_time || state == 'Z' || state == 'X'));
+	/* an exiting process has lost its memory before it is a zombie */
+	return is_gone_err(err) || (!err && (start != in->start_time || state == 'Z' ||
+					     state == 'X' || (flags & PF_EXITING)));
 }
 
 /* An error from the process' files: GONE when it has exited, else ERROR. */

@@ -104,11 +104,14 @@ def run_record(binary, *args, timeout=240, on_start=None):
     argv = [binary] + [str(a) for a in args]
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, errors="replace")
-    err = []
+    err, seen = [], []
 
     def read_err():
         for line in p.stderr:
-            if on_start and "profiling pid" in line and not err:
+            # -v says other things first (the walker variant, libbpf): the first
+            # "profiling pid" line is the start, wherever it comes
+            if on_start and "profiling pid" in line and not seen:
+                seen.append(line)
                 on_start(p)
             if "profiling pid" in line:
                 err.append("")

@@ -87,9 +87,43 @@ static int seconds(const char *name, const char *arg, double lo, double *out)
 	return 0;
 }
 
+/* long options without a letter */
+enum { OPT_ONCE = 1000 };
+
+/* One of asyncbpf-top's own options: 0, or -1 (said). */
+static int top_option(void *ctx, int c, char *arg)
+{
+	struct opts *o = ctx;
+	char *end;
+
+	switch (c) {
+	case 'i':
+		return seconds("interval", arg, 0.1, &o->interval);
+	case 'w':
+		return seconds("window", arg, 0.1, &o->window);
+	case 'd':
+		return seconds("duration", arg, 0.001, &o->duration);
+	case OPT_ONCE:
+		o->once = true;
+		return 0;
+	case 'n':
+		errno = 0;
+		o->top = strtol(arg, &end, 10);
+		if (*end || end == arg || errno || o->top < 0) {
+			err("invalid --top '%s' (a count, 0 for all)", arg);
+			return -1;
+		}
+		return 0;
+	case 'h':
+		printf(usage, recorder_cli_help);
+		exit(0);
+	}
+	err("unknown option (see --help)");
+	return -1;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	enum { OPT_ONCE = 1000 };
 	static const struct option longopts[] = {
 		RECORDER_CLI_LONGOPTS,
 		{ "interval", required_argument, NULL, 'i' },
@@ -100,54 +134,13 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
-	char *end;
-	int c, taken;
 
 	o->r.prog = PROG;
 	recorder_cli_init(&o->cli, &o->r, 99);
 	o->interval = 1;
 	o->window = 10;
 	o->top = 20;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":" RECORDER_CLI_SHORTOPTS "i:w:d:n:h", longopts,
-				NULL)) != -1) {
-		taken = recorder_cli_option(&o->cli, &o->r, c, optarg);
-		if (taken < 0)
-			return -1;
-		if (taken)
-			continue;
-		switch (c) {
-		case 'i':
-			if (seconds("interval", optarg, 0.1, &o->interval))
-				return -1;
-			break;
-		case 'w':
-			if (seconds("window", optarg, 0.1, &o->window))
-				return -1;
-			break;
-		case 'd':
-			if (seconds("duration", optarg, 0.001, &o->duration))
-				return -1;
-			break;
-		case OPT_ONCE:
-			o->once = true;
-			break;
-		case 'n':
-			errno = 0;
-			o->top = strtol(optarg, &end, 10);
-			if (*end || end == optarg || errno || o->top < 0) {
-				err("invalid --top '%s' (a count, 0 for all)", optarg);
-				return -1;
-			}
-			break;
-		case 'h':
-			printf(usage, recorder_cli_help);
-			exit(0);
-		default:
-			return recorder_cli_bad_option(&o->r, c, argv);
-		}
-	}
-	if (recorder_cli_no_args(&o->r, argc, argv))
+	if (recorder_cli_parse(&o->cli, &o->r, argc, argv, "i:w:d:n:h", longopts, top_option, o))
 		return -1;
 	if (o->window < o->interval || o->window / o->interval > MAX_CUTS) {
 		err("the window (%g s) must hold 1 to %d intervals (%g s)", o->window, MAX_CUTS,

@@ -149,20 +149,6 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 	return 0;
 }
 
-int recorder_cli_bad_option(const struct recorder_opts *o, int opt, char **argv)
-{
-	if (opt == ':')
-		return bad(o, "option '%s' needs a value", argv[optind - 1]);
-	return bad(o, "unknown option '%s' (see --help)", argv[optind - 1]);
-}
-
-int recorder_cli_no_args(const struct recorder_opts *o, int argc, char **argv)
-{
-	if (optind < argc)
-		return bad(o, "unexpected argument '%s' (see --help)", argv[optind]);
-	return 0;
-}
-
 int recorder_cli_parse(struct recorder_cli *cli, struct recorder_opts *o, int argc, char **argv,
 		       const char *shortopts, const struct option *longopts,
 		       int (*tool)(void *ctx, int opt, char *arg), void *ctx)
@@ -174,13 +160,17 @@ int recorder_cli_parse(struct recorder_cli *cli, struct recorder_opts *o, int ar
 	snprintf(optstring, sizeof(optstring), ":%s%s", RECORDER_CLI_SHORTOPTS, shortopts);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
-		if (c == ':' || c == '?')
-			return recorder_cli_bad_option(o, c, argv);
+		if (c == ':')
+			return bad(o, "option '%s' needs a value", argv[optind - 1]);
+		if (c == '?')
+			return bad(o, "unknown option '%s' (see --help)", argv[optind - 1]);
 		taken = recorder_cli_option(cli, o, c, optarg);
 		if (taken < 0 || (!taken && tool(ctx, c, optarg)))
 			return -1;
 	}
-	return recorder_cli_no_args(o, argc, argv);
+	if (optind < argc)
+		return bad(o, "unexpected argument '%s' (see --help)", argv[optind]);
+	return 0;
 }
 
 int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o)

@@ -43,11 +43,6 @@ void recorder_cli_init(struct recorder_cli *cli, struct recorder_opts *o, unsign
 /* One option from getopt_long: 1 taken, 0 not a shared option, -1 bad (said on stderr). */
 int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int opt,
 			const char *arg);
-/* What getopt_long returned that the tool's own options are not: a missing value (':')
- * or an unknown option, said on stderr; -1. */
-int recorder_cli_bad_option(const struct recorder_opts *o, int opt, char **argv);
-/* -1 (said on stderr) when arguments are left after the options, else 0. */
-int recorder_cli_no_args(const struct recorder_opts *o, int argc, char **argv);
 /* getopt_long over argv with the shared options and a tool's own (shortopts, longopts):
  * the shared ones are taken, every other one goes to tool(ctx, opt, optarg), which
  * returns 0 or -1 (bad, said). A missing value, an unknown option and a stray argument

@@ -45,6 +45,11 @@ bool snapshot_due(const struct target *tg, double now)
 	return active && now >= tg->last_refresh + max_d(ACTIVE_INTERVAL, tg->snap_floor);
 }
 
+bool snapshot_first(const struct target *tg)
+{
+	return tg->interval == 0;
+}
+
 void snapshot_done(struct snappace *sp, struct target *tg, double now, double cpu)
 {
 	bool active = tg->samples != tg->samples_seen;

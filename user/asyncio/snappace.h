@@ -23,6 +23,8 @@ void snapshot_init(struct snappace *sp, double now);
 void snapshot_budget_fill(struct snappace *sp, double now);
 /* Whether tg's tasks should be read now. */
 bool snapshot_due(const struct target *tg, double now);
+/* Whether tg was never read (its first snapshot is not held back by the budget). */
+bool snapshot_first(const struct target *tg);
 /* Records a snapshot of tg that used cpu seconds, and plans the next one. */
 void snapshot_done(struct snappace *sp, struct target *tg, double now, double cpu);
 

@@ -77,19 +77,23 @@ static bool watch_creations(struct recorder *a, struct target *tg)
 void targets_refresh(struct recorder *a)
 {
 	double t = recorder_now();
-	size_t n = a->rec.ntargets;
+	size_t n = a->rec.ntargets, first = a->snap.next;
 
 	snapshot_budget_fill(&a->snap, t);
-	for (size_t k = 0; k < n && a->snap.tokens > 0; k++) {
+	for (size_t k = 0; k < n; k++) {
 		/* start where the budget ran out last time: every process gets its turn */
-		struct target *tg = &a->rec.targets[(a->snap.next + k) % n];
+		struct target *tg = &a->rec.targets[(first + k) % n];
 		double cpu;
 		char why[512];
 		int ret;
 
 		if (tg->async_off || !snapshot_due(tg, t))
 			continue;
-		a->snap.next = (a->snap.next + k + 1) % n;
+		/* a process never read goes ahead of the budget (and is charged to it): until
+		 * then none of its samples can be in a task */
+		if (a->snap.tokens <= 0 && !snapshot_first(tg))
+			continue;
+		a->snap.next = (first + k + 1) % n;
 		cpu = cpu_s();
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
 		snapshot_done(&a->snap, tg, recorder_now(), cpu_s() - cpu);

@@ -200,7 +200,7 @@ static int start_sampling(struct recorder *a)
 	int ret;
 
 	/* tasks already running are known before the first sample */
-	targets_refresh(a);
+	targets_refresh(a, 0);
 	/* wall mode ticks from userspace: no perf events */
 	if (a->sampler && !a->o.wall && sampler_start(a->sampler, why, sizeof(why))) {
 		recorder_say(a, "%s", why);
@@ -299,7 +299,9 @@ enum recorder_end recorder_run(struct recorder *a, double seconds, volatile sig_
 			return RECORDER_TIME;
 		if (until && (until - t) * 1000 < wait_ms)
 			wait_ms = (int)((until - t) * 1000) + 1;
-		targets_refresh(a);
+		/* a tenth of a second at most: new processes each take a first snapshot and
+		 * a probe attach (tens of ms) while the ring buffer fills */
+		targets_refresh(a, 0.1);
 		rc = a->ureader ? ureader_poll(a->ureader, wait_ms)
 				: sampler_poll(a->sampler, wait_ms);
 		if (rc) {

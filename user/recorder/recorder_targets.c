@@ -73,15 +73,16 @@ static bool watch_creations(struct recorder *a, struct target *tg)
 }
 
 /* Reads the asyncio tasks of the targets that are due, so BPF can tell which task runs
- * and who awaits it. Snapshots are paced (see snapshot_due) and share a CPU budget. */
-void targets_refresh(struct recorder *a)
+ * and who awaits it. Snapshots are paced (see snapshot_due) and share a CPU budget; a
+ * pass stops after max_s seconds (0: none) so that samples are drained in between. */
+void targets_refresh(struct recorder *a, double max_s)
 {
 	double t = recorder_now();
 	size_t n = a->rec.ntargets, first = a->snap.next;
 
 	snapshot_budget_fill(&a->snap, t);
-	for (size_t k = 0; k < n; k++) {
-		/* start where the budget ran out last time: every process gets its turn */
+	for (size_t k = 0; k < n && !(max_s && recorder_now() - t > max_s); k++) {
+		/* start where the last pass stopped: every process gets its turn */
 		struct target *tg = &a->rec.targets[(first + k) % n];
 		double cpu;
 		char why[512];

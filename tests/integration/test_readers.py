@@ -15,11 +15,12 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, REPO, WORKLOADS,
+from helpers import (BUILD, INTERPRETERS_AVAILABLE, RECORD, RECORD_TIMEOUT, REPO, WORKLOADS,
                      assert_one_error_line, is_sampling, run_tool, wait_cpu, wait_for)
 
-BUILD = os.path.join(REPO, "build")
-PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
+# The library goes into the targets, which are not built with sanitizers: the plain
+# build's, also in the sanitizer pass (which tests the profiler's side of the reader).
+PRELOAD = os.path.join(REPO, "build", "libasyncbpf-memcpy.so")
 BENCH = os.path.join(BUILD, "asyncbpf-bench")
 READERS = ["bpf", "memcpy", "vmreadv"]
 AGREE = 0.90
@@ -69,7 +70,7 @@ class Target:
 
 
 def start_record(reader, pids, freq, out, *extra):
-    argv = [os.path.join(BUILD, "asyncbpf-record"), "--reader", reader, "-p",
+    argv = [RECORD, "--reader", reader, "-p",
             ",".join(map(str, pids)), "-F", str(freq), "--stats", "-o", out, *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             universal_newlines=True)

@@ -155,6 +155,10 @@ static void test_self(void)
 		      "main at %#llx + bias %#lx", (unsigned long long)mainv, (unsigned long)bias);
 		CHECK(elf_read_vaddr(e, UINT64_MAX - 2, buf, 8) < 0, "read across 2^64");
 	}
+	/* this test links libelf dynamically; a prefix matches, a name no library has does not */
+	CHECK(elf_needs(e, "libelf") && elf_needs(e, "libc.so"),
+	      "DT_NEEDED libelf, libc not found");
+	CHECK(!elf_needs(e, "libpython"), "a libpython is needed, yet not linked");
 	elf_close(e);
 }
 
@@ -223,6 +227,15 @@ static void check_interpreter(const char *bin)
 	/* A string of another release line must not be found. */
 	CHECK(elf_py_version_string(e, 1, 0, got, sizeof(got)) == -ENOENT, "%s: found 1.0.x", file);
 	elf_close(e);
+	/* the executable of a CPython whose C API is in a libpython needs that library */
+	err = elf_open(bin, &e);
+	CHECK(!err, "open %s: %d", bin, err);
+	if (!err) {
+		CHECK(elf_needs(e, "libpython") == (strstr(file, "/libpython") != NULL),
+		      "%s: needs a libpython: %d, C API in %s", bin, elf_needs(e, "libpython"),
+		      file);
+		elf_close(e);
+	}
 }
 
 /* Python names the ELF holding its C API: the mapping of Py_GetVersion's code. */

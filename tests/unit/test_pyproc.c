@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -364,6 +365,37 @@ static void test_interpreters(char *last_shared, size_t len)
 }
 
 /* A pyenv interpreter whose libpython was deleted after it was loaded. */
+/* A shared-libpython CPython stopped at its exec, before the loader mapped libpython:
+ * not ready yet, not "not Python" (which would drop it for good). */
+static void test_before_loader(const char *python)
+{
+	char why[512];
+	struct py_target t;
+	enum pyproc_status st;
+	int status;
+	pid_t pid;
+
+	if (!*python) {
+		SKIP("no pyenv CPython with a shared libpython");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		ptrace(PTRACE_TRACEME, 0, NULL, NULL);
+		execl(python, python, "-c", "pass", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFSTOPPED(status),
+	      "%s did not stop at its exec", python);
+	if (pid <= 0)
+		return;
+	st = pyproc_inspect(pid, &t, why, sizeof(why));
+	CHECK(st == PYPROC_NOT_READY && strstr(why, "libpython that is not mapped yet"),
+	      "%s before the loader: status %d (%s)", python, st, why);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
 static void test_deleted_lib(const char *python)
 {
 	char libdir[256], cmd[2 * PATH_MAX], lib[PATH_MAX], env[300], exp[PATH_MAX + 256];
@@ -652,6 +684,7 @@ int main(void)
 	} else {
 		test_interpreters(last_shared, sizeof(last_shared));
 		test_deleted_lib(last_shared);
+		test_before_loader(last_shared);
 		test_not_python();
 		test_gone();
 		test_kernel_thread();

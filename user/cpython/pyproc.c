@@ -219,7 +219,8 @@ static int probe(struct inspect *in, const struct procmap *m, bool named, struct
 static int find_pyelf(struct inspect *in, struct pyelf *py, struct pyelf *old)
 {
 	const struct procmap *m, *exe = NULL;
-	bool named;
+	bool named, libpython = false;
+	struct elf_file *e;
 	size_t i;
 	int err;
 
@@ -234,12 +235,19 @@ static int find_pyelf(struct inspect *in, struct pyelf *py, struct pyelf *old)
 		if (!m->inode || strncmp(basename_of(m->path), "libpython", 9) ||
 		    seen_before(in, m))
 			continue;
+		libpython = true;
 		err = probe(in, m, true, py, old);
 		if (err)
 			return err < 0 ? err : 0;
 	}
 	if (exe && !named && (err = probe(in, exe, false, py, old)))
 		return err < 0 ? err : 0;
+	/* a CPython linked to its libpython, caught before the loader mapped it */
+	if (exe && !libpython && !open_mapped(in, exe, &e)) {
+		err = elf_needs(e, "libpython") ? -EAGAIN : -ENOENT;
+		elf_close(e);
+		return err;
+	}
 	return -ENOENT;
 }
 
@@ -462,6 +470,9 @@ static enum pyproc_status inspect(struct inspect *in, struct py_target *t)
 		st = inspect_old(in, &old);
 	else if (err == -ENOENT)
 		st = say(in, PYPROC_NOT_PYTHON, "no CPython runtime in %s or its libraries",
+			 in->exe);
+	else if (err == -EAGAIN)
+		st = say(in, PYPROC_NOT_READY, "%s needs a libpython that is not mapped yet",
 			 in->exe);
 	else if (err)
 		st = fail(in, err, "opening its ELF files");

@@ -195,6 +195,33 @@ int elf_section(struct elf_file *e, const char *name, uint64_t *addr, uint64_t *
 	return -ENOENT;
 }
 
+bool elf_needs(struct elf_file *e, const char *prefix)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		Elf_Data *d;
+		GElf_Dyn dyn;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			const char *name;
+
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			name = dyn.d_tag == DT_NEEDED
+				       ? elf_strptr(e->elf, sh.sh_link, dyn.d_un.d_val)
+				       : NULL;
+			if (name && !strncmp(name, prefix, strlen(prefix)))
+				return true;
+		}
+	}
+	return false;
+}
+
 int elf_segment_of(struct elf_file *e, uint64_t vaddr, struct elf_segment *seg)
 {
 	size_t i;

@@ -4,6 +4,7 @@
 #ifndef ASYNCBPF_ELFREAD_H
 #define ASYNCBPF_ELFREAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,9 @@ int elf_symbol(struct elf_file *e, const char *name, unsigned int which, uint64_
 
 /* Address and size of the section name. 0, -ENOENT or -errno. */
 int elf_section(struct elf_file *e, const char *name, uint64_t *addr, uint64_t *size);
+
+/* Whether e's dynamic section names a needed library whose name starts with prefix. */
+bool elf_needs(struct elf_file *e, const char *prefix);
 
 /* The PT_LOAD segment whose [vaddr, vaddr + memsz) holds vaddr. 0 or -ENOENT. */
 int elf_segment_of(struct elf_file *e, uint64_t vaddr, struct elf_segment *seg);

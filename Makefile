@@ -77,9 +77,10 @@ $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
 
-# the memcpy reader's library, loaded into targets with LD_PRELOAD
+# the memcpy reader's library, loaded into targets with LD_PRELOAD; never with the
+# sanitizers, whose runtime the targets do not load
 $(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
-	$(CC) $(CFLAGS) -fPIC -shared $< -ldl -o $@
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -shared $< -ldl -o $@
 
 $(OUT):
 	mkdir -p $@
@@ -110,7 +111,6 @@ test-kernels: all
 # The userspace (library, tools, unit tests) built with ASan and UBSan into build-san/;
 # the unit tests and the integration suite then run against those binaries. For time, the
 # integration suite runs only SAN_INTERPRETERS: the oldest and the newest supported lines.
-# The targets of the memcpy reader load the plain build's library (they have no ASan).
 SAN_OUT := build-san
 SAN_INTERPRETERS ?= pyenv-3.8,sid-3.15
 SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0 UBSAN_OPTIONS=print_stacktrace=1
@@ -119,7 +119,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:verify_asan_link_order=0
 SAN_ENV += ASYNCBPF_STRESS_SECONDS=20 ASYNCBPF_CHURN_SECONDS=30 ASYNCBPF_SCALE_SECONDS=10 \
 	ASYNCBPF_MIX_SECONDS=10
 
-test-sanitize: all trees
+test-sanitize: trees
 	$(MAKE) OUT=$(SAN_OUT) SANFLAGS="-O1 $(FUZZ_SAN)" all
 	$(SAN_ENV) tests/unit/run.sh $(patsubst $(OUT)/%,$(SAN_OUT)/%,$(UNIT_TESTS))
 	$(SAN_ENV) ASYNCBPF_BUILD=$(SAN_OUT) ASYNCBPF_INTERPRETERS=$(SAN_INTERPRETERS) \

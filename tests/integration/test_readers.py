@@ -18,9 +18,8 @@ import pytest
 from helpers import (BUILD, INTERPRETERS_AVAILABLE, RECORD, RECORD_TIMEOUT, REPO, WORKLOADS,
                      assert_one_error_line, is_sampling, run_tool, wait_cpu, wait_for)
 
-# The library goes into the targets, which are not built with sanitizers: the plain
-# build's, also in the sanitizer pass (which tests the profiler's side of the reader).
-PRELOAD = os.path.join(REPO, "build", "libasyncbpf-memcpy.so")
+# built without the sanitizers in every build: it goes into the targets
+PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
 BENCH = os.path.join(BUILD, "asyncbpf-bench")
 READERS = ["bpf", "memcpy", "vmreadv"]
 AGREE = 0.90

@@ -21,6 +21,7 @@
 #define READY_LIMIT 10.0 /* s a Python process may take to initialise its runtime */
 #define LOAD_TRIES  3	 /* looks at a fresh image before it is judged not Python */
 #define SWEEP_EVERY 1.0	 /* s between sweeps of ended processes' map entries */
+#define WALK_BATCH  1024 /* map entries read per syscall in a sweep */
 
 struct pend {
 	pid_t pid;
@@ -34,6 +35,8 @@ struct lifecycle {
 	struct ring_buffer *rb;
 	struct lifecycle_ops ops;
 	int map_fd[LCM_MAX];
+	__u32 key_size[LCM_MAX], value_size[LCM_MAX];
+	unsigned char *keys, *values; /* a batch of one map's entries */
 	struct pend *pend;
 	size_t npend, pend_cap;
 	pid_t *ended; /* processes whose map entries are still to be swept */
@@ -132,37 +135,55 @@ static pid_t key_pid(enum lc_map m, const void *key)
 	return (pid_t)k32;
 }
 
-/* Calls fn on every key of map m; fn returns true to have the key deleted. Keys are
- * deleted after the walk, which a deletion would restart. */
+/* Deletes the keys fn chose in a walk of m (after it: a deletion restarts a walk). */
+static void delete_keys(struct lifecycle *lc, enum lc_map m, const unsigned char *del, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!bpf_map_delete_elem(lc->map_fd[m], del + i * lc->key_size[m]))
+			lc->st.swept++;
+}
+
+/* Calls fn on every key of map m; fn returns true to have the key deleted. The keys come
+ * WALK_BATCH at a time (a sweep with thousands of entries took a syscall per key). */
 static size_t walk_map(struct lifecycle *lc, enum lc_map m,
 		       bool (*fn)(struct lifecycle *lc, enum lc_map m, pid_t pid, void *arg),
 		       void *arg)
 {
-	int fd = lc->map_fd[m];
-	unsigned char key[16], next[16], *del = NULL;
-	size_t ks = m == LCM_PROCS ? 4 : m == LCM_TSTATES ? 8 : sizeof(struct task_key);
-	size_t ndel = 0, cap = 0, n = 0;
-	void *prev = NULL;
+	size_t ks = lc->key_size[m], ndel = 0, cap = 0, n = 0;
+	unsigned char *del = NULL;
+	__u64 in[2], out[2]; /* the batch position: a bucket for hash maps */
+	void *pos = NULL;
+	int err;
 
-	while (!bpf_map_get_next_key(fd, prev, next)) {
-		memcpy(key, next, ks);
-		prev = key;
-		n++;
-		if (!fn(lc, m, key_pid(m, key), arg))
-			continue;
-		if (ndel == cap) {
-			unsigned char *d = realloc(del, (cap ? cap * 2 : 256) * ks);
+	do {
+		__u32 count = WALK_BATCH;
 
-			if (!d)
-				continue;
-			del = d;
-			cap = cap ? cap * 2 : 256;
+		err = bpf_map_lookup_batch(lc->map_fd[m], pos, out, lc->keys, lc->values, &count,
+					   NULL);
+		if (err && errno != ENOENT) {
+			lc->st.sweep_errors++;
+			break;
 		}
-		memcpy(del + ndel++ * ks, key, ks);
-	}
-	for (size_t i = 0; i < ndel; i++)
-		if (!bpf_map_delete_elem(fd, del + i * ks))
-			lc->st.swept++;
+		for (__u32 i = 0; i < count; i++) {
+			const unsigned char *key = lc->keys + i * ks;
+
+			n++;
+			if (!fn(lc, m, key_pid(m, key), arg))
+				continue;
+			if (ndel == cap) {
+				unsigned char *d = realloc(del, (cap ? cap * 2 : 256) * ks);
+
+				if (!d)
+					continue;
+				del = d;
+				cap = cap ? cap * 2 : 256;
+			}
+			memcpy(del + ndel++ * ks, key, ks);
+		}
+		memcpy(in, out, sizeof(in));
+		pos = in;
+	} while (!err);
+	delete_keys(lc, m, del, ndel);
 	free(del);
 	return n;
 }
@@ -218,6 +239,7 @@ int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifec
 		   char *err, size_t errlen)
 {
 	struct lifecycle *lc = calloc(1, sizeof(*lc));
+	__u32 vmax = 0;
 	int ret;
 
 	*out = NULL;
@@ -233,6 +255,27 @@ int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifec
 			ret = -ENOENT;
 			goto fail;
 		}
+	}
+	for (int m = 0; m < LCM_MAX; m++) {
+		struct bpf_map_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (bpf_obj_get_info_by_fd(lc->map_fd[m], &info, &len) || info.key_size > 16) {
+			snprintf(err, errlen, "cannot read the BPF map %s's sizes", map_names[m]);
+			ret = -EINVAL;
+			goto fail;
+		}
+		lc->key_size[m] = info.key_size;
+		lc->value_size[m] = info.value_size;
+		if (info.value_size > vmax)
+			vmax = info.value_size;
+	}
+	lc->keys = malloc(WALK_BATCH * 16);
+	lc->values = malloc((size_t)WALK_BATCH * vmax);
+	if (!lc->keys || !lc->values) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto fail;
 	}
 	lc->skel = lifecycle_bpf__open();
 	if (!lc->skel) {
@@ -268,6 +311,8 @@ void lifecycle_close(struct lifecycle *lc)
 	lifecycle_bpf__destroy(lc->skel);
 	free(lc->pend);
 	free(lc->ended);
+	free(lc->keys);
+	free(lc->values);
 	free(lc);
 }
 

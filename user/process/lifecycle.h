@@ -32,6 +32,7 @@ struct lifecycle_stats {
 	uint64_t gave_up;	      /* never initialised a runtime within the retry window */
 	uint64_t lost;		      /* events the ring buffer had no room for */
 	uint64_t swept;		      /* map entries of ended processes removed */
+	uint64_t sweep_errors;	      /* map walks that failed (entries left in place) */
 	size_t pending;		      /* processes waiting to be examined again */
 	size_t entries[LCM_MAX];      /* map entries now */
 	size_t stale[LCM_MAX];	      /* of which belong to no profiled process */

@@ -36,6 +36,9 @@ static void print_lifecycle_stats(struct recorder *a, FILE *f)
 		(unsigned long long)ls.examined, (unsigned long long)ls.retries,
 		(unsigned long long)ls.gave_up, ls.pending);
 	fprintf(f, "map entries freed: %llu\n", (unsigned long long)ls.swept);
+	if (ls.sweep_errors)
+		fprintf(f, "map walks failed: %llu (their entries stay until a later sweep)\n",
+			(unsigned long long)ls.sweep_errors);
 	fprintf(f, "map entries:");
 	for (int m = 0; m < LCM_MAX; m++)
 		fprintf(f, " %s %zu", names[m], ls.entries[m]);

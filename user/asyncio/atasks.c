@@ -268,6 +268,7 @@ static int snapshot314(const struct py_target *t, unsigned int what, struct atas
 int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
 		    size_t len)
 {
+	struct obj_types types = { 0 };
 	struct objread r;
 	uint64_t mod, fut_type, task_type;
 	int ret;
@@ -281,6 +282,7 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 				 t->version_str);
 		return -1;
 	}
+	r.types = &types;
 	ret = obj_module(&r, "_asyncio", &mod);
 	/* asyncio not imported, or sys.modules not made yet (a process caught starting) */
 	if (ret == -ENOENT || ret == -EAGAIN)

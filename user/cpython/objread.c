@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,18 +81,38 @@ static bool name_matches(const char *tp_name, const char *name)
 	return !strcmp(tp_name, name) || (dot && !strcmp(dot + 1, name));
 }
 
+/* tp_name and tp_base of type, from the reader's cache when it has one */
+static int type_info(const struct objread *r, uint64_t type, char *name, size_t len, uint64_t *base)
+{
+	__typeof__(&r->types->e[0]) e = r->types ? &r->types->e[(type >> 4) % OBJ_TYPES] : NULL;
+	int ret;
+
+	if (e && e->type == type) {
+		snprintf(name, len, "%s", e->name);
+		*base = e->base;
+		return 0;
+	}
+	ret = obj_type_name(r, type, name, len);
+	if (!ret)
+		ret = obj_ptr(r, type + r->m->type_base, base);
+	if (!ret && e) {
+		e->type = type;
+		e->base = *base;
+		snprintf(e->name, sizeof(e->name), "%s", name);
+	}
+	return ret;
+}
+
 int obj_isinstance(const struct objread *r, uint64_t obj, const char *name)
 {
 	char buf[128];
-	uint64_t type;
+	uint64_t type, base;
 	int ret = obj_type(r, obj, &type);
 
-	for (int i = 0; !ret && type && i < MAX_BASES; i++) {
-		ret = obj_type_name(r, type, buf, sizeof(buf));
+	for (int i = 0; !ret && type && i < MAX_BASES; i++, type = base) {
+		ret = type_info(r, type, buf, sizeof(buf), &base);
 		if (!ret && name_matches(buf, name))
 			return 1;
-		if (!ret)
-			ret = obj_ptr(r, type + r->m->type_base, &type);
 	}
 	return ret < 0 ? ret : 0;
 }

@@ -14,12 +14,23 @@
 
 #define OBJ_MAX_ITEMS 65536 /* largest container walked */
 
+/* Names and bases of the types a reader met: a snapshot asks the same few types again
+ * for every task and callback, and they outlive the objects it reads. */
+#define OBJ_TYPES 64
+struct obj_types {
+	struct {
+		uint64_t type, base;
+		char name[128];
+	} e[OBJ_TYPES];
+};
+
 struct objread {
 	pid_t pid;
 	uint32_t version;
 	uint64_t runtime;
 	const struct py_layout *l;
 	const struct py_objmodel *m;
+	struct obj_types *types; /* optional cache, for one snapshot */
 };
 
 /* Sets up a reader for a discovered target; -ENOTSUP when no object model is known. */

@@ -49,8 +49,8 @@ static void print_lifecycle_stats(struct recorder *a, FILE *f)
 	fputc('\n', f);
 }
 
-/* The median of a cost_bucket() histogram: the middle of its bucket, in ns. */
-static double hist_median(const uint64_t *h)
+/* The q-quantile of a cost_bucket() histogram: the middle of its bucket, in ns. */
+static double hist_quantile(const uint64_t *h, double q)
 {
 	uint64_t n = 0, seen = 0;
 
@@ -58,7 +58,7 @@ static double hist_median(const uint64_t *h)
 		n += h[k];
 	for (int k = 0; n && k < COST_BUCKETS; k++) {
 		seen += h[k];
-		if (seen * 2 >= n) {
+		if ((double)seen >= q * (double)n) {
 			double lo, hi;
 
 			if (k < 8)
@@ -69,6 +69,12 @@ static double hist_median(const uint64_t *h)
 		}
 	}
 	return 0;
+}
+
+static void print_cost(FILE *f, const uint64_t *h)
+{
+	fprintf(f, "median read time per sample: %.0f ns\n", hist_quantile(h, 0.5));
+	fprintf(f, "p90 read time per sample: %.0f ns\n", hist_quantile(h, 0.9));
 }
 
 /* Processes profiled without their asyncio tasks, or without task creation watched: none
@@ -105,7 +111,7 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 			(unsigned long long)(st.read_ns / st.read_cnt),
 			(unsigned long long)st.read_cnt);
 	if (st.read_cnt)
-		fprintf(f, "median read time per sample: %.0f ns\n", hist_median(st.cost_hist));
+		print_cost(f, st.cost_hist);
 	if (a->o.reader == READER_MEMCPY)
 		fprintf(f, "faults caught: %llu\nhandler runs unattached: %llu\n",
 			(unsigned long long)st.faults, (unsigned long long)st.idle);
@@ -155,7 +161,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 	if (st.stat[STAT_PYTHON]) {
 		fprintf(f, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
-		fprintf(f, "median read time per sample: %.0f ns\n", hist_median(st.cost_hist));
+		print_cost(f, st.cost_hist);
 	}
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);

@@ -77,6 +77,8 @@ struct {
  * is filled in place; the key is a global (one run at a time). */
 const struct name_ent no_name;
 struct task_key name_key;
+const __u32 zero_key;
+__u32 proc_key;
 
 /* Userspace drains it after every run: it needs to hold one process's tick. */
 struct {
@@ -228,20 +230,33 @@ static long suspended_step(__u32 i, void *ctx)
 static __always_inline void thread_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 					 struct scratch *sc)
 {
-	struct pw_tasks w = { .r = r, .p = p, .pid = pid };
-	struct pw_running f = { .r = r, .p = p, .s = &sc->pw, .pid = pid };
+	__u64 task, coro, serial;
 
-	pw_find_running(&f);
-	if (!f.task)
-		return;
-	w.cur = f.task;
-	w.cur_coro = f.coro;
-	w.cur_serial = f.serial;
-	/* from memory: a bound the verifier tracks from the frame walk multiplies the
-	 * states of the task walk */
-	w.used = sc->w.s.hdr.nframes;
-	walk_chain(&w, sc);
-	sc->w.s.hdr.running_idx = f.idx;
+	/* f, then w, in the same stack slots: the stack is near its limit */
+	{
+		struct pw_running f = { .r = r, .p = p, .s = &sc->pw, .pid = pid };
+
+		pw_find_running(&f);
+		if (!f.task)
+			return;
+		sc->w.s.hdr.running_idx = f.idx;
+		task = f.task;
+		coro = f.coro;
+		serial = f.serial;
+	}
+	{
+		struct pw_tasks w = { .r = r,
+				      .p = p,
+				      .pid = pid,
+				      .cur = task,
+				      .cur_coro = coro,
+				      .cur_serial = serial };
+
+		/* from memory: a bound the verifier tracks from the frame walk multiplies
+		 * the states of the task walk */
+		w.used = sc->w.s.hdr.nframes;
+		walk_chain(&w, sc);
+	}
 }
 
 static __always_inline void walk_suspended(struct pw_reader *r, const struct py_proc *p, __u32 pid,
@@ -294,16 +309,17 @@ SEC("iter.s/task")
 int wall_tick(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
-	__u32 pid, tid, zero = 0;
 	struct py_proc *p;
 	struct scratch *sc;
+	__u32 pid;
 
 	if (!task)
 		return 0;
 	pid = task->tgid;
-	tid = task->pid;
-	p = bpf_map_lookup_elem(&procs, &pid);
-	sc = bpf_map_lookup_elem(&scratch, &zero);
+	/* the keys in globals: the suspended-task walk's stack is at the limit on 6.1 */
+	proc_key = pid;
+	p = bpf_map_lookup_elem(&procs, &proc_key);
+	sc = bpf_map_lookup_elem(&scratch, &zero_key);
 	if (!p || !sc)
 		return 0;
 	sc->w.cpu_ns = task->se.sum_exec_runtime;
@@ -311,7 +327,7 @@ int wall_tick(struct bpf_iter__task *ctx)
 	sample_thread(task, p, sc);
 	if (tasks_pending && p->async.yf_kind) {
 		tasks_pending = 0;
-		walk_suspended((struct pw_reader *)task, p, pid, tid, sc);
+		walk_suspended((struct pw_reader *)task, p, pid, task->pid, sc);
 	}
 	return 0;
 }

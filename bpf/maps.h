@@ -27,17 +27,17 @@ struct {
 #ifdef MAPS_WALK
 /* The thread state of thread_id ((tgid << 32 | tid) is key), from the cache while it
  * still belongs to the thread; *looked_up (if given) says whether it had to be searched. */
-static __always_inline __u64 pw_cached_tstate(const struct py_proc *p, __u64 key, __u64 thread_id,
-					      bool *looked_up)
+static __always_inline __u64 pw_cached_tstate(struct pw_reader *r, const struct py_proc *p,
+					      __u64 key, __u64 thread_id, bool *looked_up)
 {
 	__u64 *cached = bpf_map_lookup_elem(&tstates, &key);
 	__u64 ts;
 
-	if (cached && pw_tstate_owned_by(p, *cached, thread_id))
+	if (cached && pw_tstate_owned_by(r, p, *cached, thread_id))
 		return *cached;
 	if (looked_up)
 		*looked_up = true;
-	ts = pw_find_tstate(p, thread_id, 0);
+	ts = pw_find_tstate(r, p, thread_id, 0);
 	if (ts)
 		bpf_map_update_elem(&tstates, &key, &ts, BPF_ANY);
 	else if (cached)

@@ -2,7 +2,9 @@
 /* The walk from a Python thread to its frames, written once and compiled into every
  * reader (the BPF sampler and the userspace readers). The includer defines, before
  * including this file:
- *   static int pw_read(void *dst, __u32 len, __u64 addr);   0 on success
+ *   static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr);   0 on success
+ * where r is whatever the walk's caller passed in (opaque here, carried through every
+ * function and loop state): wall.bpf.c's thread to read, NULL for readers needing none.
  * and the asyncio lookups the task walk needs (BPF maps, or user/asyncio/taskmaps.h tables):
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
@@ -13,6 +15,8 @@
 #define ASYNCBPF_PYWALK_H
 
 #include "asyncbpf.h"
+
+struct pw_reader;
 
 /* PW_LOOP(max, fn, ctx) calls long fn(__u32 i, void *ctx) up to max times, until it
  * returns nonzero; PW_LOAD(type, buf, off) loads a type at buf + off. */
@@ -103,12 +107,14 @@ static PW_INLINE __u32 pw_code_fingerprint(__u32 firstlineno, __u64 filename, __
 }
 
 struct pw_find {
+	struct pw_reader *r;
 	const struct py_proc *p;
 	__u64 thread_id, native_id;
 	__u64 interp, ts, found, idle;
 };
 
-static PW_INLINE int pw_current_frame(const struct py_layout *l, __u64 ts, __u64 *frame);
+static PW_INLINE int pw_current_frame(struct pw_reader *r, const struct py_layout *l, __u64 ts,
+				      __u64 *frame);
 
 /* A thread that created a subinterpreter owns an idle state there too (3.8-3.12): take a
  * state with frames, else the first idle one. */
@@ -116,7 +122,7 @@ static PW_INLINE long pw_find_match(struct pw_find *f)
 {
 	__u64 frame = 0;
 
-	if (!pw_current_frame(&f->p->layout, f->ts, &frame) && frame) {
+	if (!pw_current_frame(f->r, &f->p->layout, f->ts, &frame) && frame) {
 		f->found = f->ts;
 		return 1;
 	}
@@ -133,63 +139,68 @@ static long pw_find_step(__u32 i, void *ctx)
 
 	(void)i;
 	if (!f->ts) {
-		if (pw_read(&f->interp, 8, f->interp + l->interp_next) || !f->interp)
+		if (pw_read(f->r, &f->interp, 8, f->interp + l->interp_next) || !f->interp)
 			return 1;
-		return pw_read(&f->ts, 8, f->interp + l->interp_tstate_head) ? 1 : 0;
+		return pw_read(f->r, &f->ts, 8, f->interp + l->interp_tstate_head) ? 1 : 0;
 	}
-	if ((f->thread_id && !pw_read(&v, 8, f->ts + l->tstate_thread_id) && v == f->thread_id) ||
-	    (f->native_id && l->tstate_native_id && !pw_read(&v, 8, f->ts + l->tstate_native_id) &&
-	     v == f->native_id)) {
+	if ((f->thread_id && !pw_read(f->r, &v, 8, f->ts + l->tstate_thread_id) &&
+	     v == f->thread_id) ||
+	    (f->native_id && l->tstate_native_id &&
+	     !pw_read(f->r, &v, 8, f->ts + l->tstate_native_id) && v == f->native_id)) {
 		if (pw_find_match(f))
 			return 1;
 	}
-	return pw_read(&f->ts, 8, f->ts + l->tstate_next) ? 1 : 0;
+	return pw_read(f->r, &f->ts, 8, f->ts + l->tstate_next) ? 1 : 0;
 }
 
 /* Finds the thread state whose owner is the given thread: thread_id is its pthread_self()
  * (on x86-64 glibc and musl, the thread pointer), native_id its kernel tid as the
  * process sees it (3.11+ only). Zero means "do not match on this". Walks every
  * interpreter's list, at most MAX_THREADS steps in all. */
-static PW_INLINE __u64 pw_find_tstate(const struct py_proc *p, __u64 thread_id, __u64 native_id)
+static PW_INLINE __u64 pw_find_tstate(struct pw_reader *r, const struct py_proc *p, __u64 thread_id,
+				      __u64 native_id)
 {
-	struct pw_find f = { .p = p, .thread_id = thread_id, .native_id = native_id };
+	struct pw_find f = { .r = r, .p = p, .thread_id = thread_id, .native_id = native_id };
 
-	if (pw_read(&f.interp, 8, p->runtime + p->layout.runtime_interp_head) || !f.interp)
+	if (pw_read(r, &f.interp, 8, p->runtime + p->layout.runtime_interp_head) || !f.interp)
 		return 0;
-	if (pw_read(&f.ts, 8, f.interp + p->layout.interp_tstate_head))
+	if (pw_read(r, &f.ts, 8, f.interp + p->layout.interp_tstate_head))
 		return 0;
 	PW_LOOP(MAX_THREADS, pw_find_step, &f);
 	return f.found ? f.found : f.idle;
 }
 
 /* Does ts still belong to the thread (a cached pointer may be stale)? */
-static PW_INLINE int pw_tstate_owned_by(const struct py_proc *p, __u64 ts, __u64 thread_id)
+static PW_INLINE int pw_tstate_owned_by(struct pw_reader *r, const struct py_proc *p, __u64 ts,
+					__u64 thread_id)
 {
 	__u64 v;
 
-	return !pw_read(&v, 8, ts + p->layout.tstate_thread_id) && v == thread_id;
+	return !pw_read(r, &v, 8, ts + p->layout.tstate_thread_id) && v == thread_id;
 }
 
 /* Innermost frame of a thread state, 0 if none; -1 on a failed read. */
-static PW_INLINE int pw_current_frame(const struct py_layout *l, __u64 ts, __u64 *frame)
+static PW_INLINE int pw_current_frame(struct pw_reader *r, const struct py_layout *l, __u64 ts,
+				      __u64 *frame)
 {
 	__u64 f = 0;
 
-	if (pw_read(&f, 8, ts + l->tstate_frame))
+	if (pw_read(r, &f, 8, ts + l->tstate_frame))
 		return -1;
-	if (l->frame_kind == PY_FRAMES_CFRAME && f && pw_read(&f, 8, f + l->cframe_current))
+	if (l->frame_kind == PY_FRAMES_CFRAME && f && pw_read(r, &f, 8, f + l->cframe_current))
 		return -1;
 	*frame = f;
 	return 0;
 }
 
 /* Fingerprint of a code object, FP_INVALID if unreadable or not a code object. */
-static PW_INLINE __u32 pw_code_fp(const struct py_proc *p, __u64 code, struct pw_scratch *s)
+static PW_INLINE __u32 pw_code_fp(struct pw_reader *r, const struct py_proc *p, __u64 code,
+				  struct pw_scratch *s)
 {
 	const struct py_layout *l = &p->layout;
 	__u64 base = l->object_type;
 
-	if (pw_read(s->code, PW_READ_MAX, code + base))
+	if (pw_read(r, s->code, PW_READ_MAX, code + base))
 		return FP_INVALID;
 	if (p->code_type && PW_LOAD(__u64, s->code, 0) != p->code_type)
 		return FP_INVALID;
@@ -201,13 +212,14 @@ static PW_INLINE __u32 pw_code_fp(const struct py_proc *p, __u64 code, struct pw
 /* pw_code_fp read once per code object and walk: recursion, wrappers and the same
  * coroutine in many tasks cost one read each. A walk lasts microseconds; a code object
  * freed and another allocated at its address within one is not worth a read per frame. */
-static PW_INLINE __u32 pw_code_fp_cached(const struct py_proc *p, __u64 code, struct pw_scratch *s)
+static PW_INLINE __u32 pw_code_fp_cached(struct pw_reader *r, const struct py_proc *p, __u64 code,
+					 struct pw_scratch *s)
 {
 	__u32 k = (__u32)((code >> 4) ^ (code >> 11)) & (PW_CODE_SLOTS - 1), fp;
 
 	if (code && s->code_addr[k] == code)
 		return s->code_fp[k];
-	fp = pw_code_fp(p, code, s);
+	fp = pw_code_fp(r, p, code, s);
 	if (fp != FP_INVALID) {
 		s->code_addr[k] = code;
 		s->code_fp[k] = fp;
@@ -244,6 +256,7 @@ static PW_INLINE __u64 pw_untag(const struct py_layout *l, __u64 ref)
 }
 
 struct pw_walk {
+	struct pw_reader *r;
 	const struct py_proc *p;
 	struct frame_rec *out; /* MAX_FRAMES entries */
 	struct pw_scratch *s;
@@ -289,7 +302,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 	}
 	if (len > PW_READ_MAX)
 		len = PW_READ_MAX;
-	if (pw_read(s->frame, len, cur)) {
+	if (pw_read(w->r, s->frame, len, cur)) {
 		w->flags |= SAMPLE_READ_ERR;
 		w->frame = 0;
 		return 1;
@@ -318,7 +331,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 	PW_MASK(n, MAX_FRAMES - 1);
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
-	w->out[n].fp = pw_code_fp_cached(w->p, code, s);
+	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s);
 	w->n = n + 1;
 	return 0;
 }
@@ -326,10 +339,11 @@ static long pw_walk_step(__u32 i, void *ctx)
 /* Walks outward from frame, innermost first, into out[0..MAX_FRAMES). Returns the number
  * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. base (3.15+, else
  * 0) is the thread state's base frame: a walk that ends anywhere else was torn. */
-static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, __u64 base,
-				      struct frame_rec *out, struct pw_scratch *s, __u32 *flags)
+static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc *p, __u64 frame,
+				      __u64 base, struct frame_rec *out, struct pw_scratch *s,
+				      __u32 *flags)
 {
-	struct pw_walk w = { .p = p, .out = out, .s = s, .frame = frame, .base = base };
+	struct pw_walk w = { .r = r, .p = p, .out = out, .s = s, .frame = frame, .base = base };
 
 	s->ngens = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
@@ -344,16 +358,17 @@ static PW_INLINE __u32 pw_walk_frames(const struct py_proc *p, __u64 frame, __u6
 
 /* The base frame of thread state ts (tstate->base_frame points to one embedded in
  * _PyThreadStateImpl), 0 where the version has none or it cannot be read. */
-static PW_INLINE __u64 pw_base_frame(const struct py_layout *l, __u64 ts)
+static PW_INLINE __u64 pw_base_frame(struct pw_reader *r, const struct py_layout *l, __u64 ts)
 {
 	__u64 base = 0;
 
-	if (!l->tstate_base_frame || pw_read(&base, 8, ts + l->tstate_base_frame))
+	if (!l->tstate_base_frame || pw_read(r, &base, 8, ts + l->tstate_base_frame))
 		return 0;
 	return base;
 }
 
 struct pw_coro {
+	struct pw_reader *r;
 	const struct py_proc *p;
 	struct frame_rec *out; /* records go to out[n..max), max <= PW_FRAMES_CAP */
 	struct pw_scratch *s;
@@ -362,27 +377,28 @@ struct pw_coro {
 	__u32 n, max, flags;
 };
 
-static PW_INLINE __u64 pw_yf_target(const struct py_proc *p, __u64 yf, __u64 *awaited)
+static PW_INLINE __u64 pw_yf_target(struct pw_reader *r, const struct py_proc *p, __u64 yf,
+				    __u64 *awaited)
 {
 	const struct py_async_layout *a = &p->async;
 	__u64 type = 0, next = 0;
 
-	if (!yf || pw_read(&type, 8, yf + p->layout.object_type))
+	if (!yf || pw_read(r, &type, 8, yf + p->layout.object_type))
 		return 0;
 	if (type == p->coro_type || type == p->gen_type)
 		return yf;
-	if (type == p->asend_type && p->asend_type && !pw_read(&next, 8, yf + a->asend_gen))
+	if (type == p->asend_type && p->asend_type && !pw_read(r, &next, 8, yf + a->asend_gen))
 		return next;
 	if (type == p->corowrapper_type && p->corowrapper_type &&
-	    !pw_read(&next, 8, yf + a->corowrapper_coro))
+	    !pw_read(r, &next, 8, yf + a->corowrapper_coro))
 		return next;
 	*awaited = yf;
 	return 0;
 }
 
 /* What a suspended generator's frame (in s->frame) delegates to, 0 if nothing. */
-static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 state,
-				     struct pw_scratch *s)
+static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *p, __u64 frame,
+				     __s8 state, struct pw_scratch *s)
 {
 	const struct py_layout *l = &p->layout;
 	const struct py_async_layout *a = &p->async;
@@ -395,11 +411,11 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 	case PY_YF_LASTI_BYTES:
 	case PY_YF_LASTI_UNITS:
 		lasti = PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti));
-		if (lasti < 0 || pw_read(&co_code, 8, code + l->code_code))
+		if (lasti < 0 || pw_read(r, &co_code, 8, code + l->code_code))
 			return 0;
 		at = co_code + l->bytes_sval;
 		at += a->yf_kind == PY_YF_LASTI_BYTES ? (__u64)lasti + 2 : ((__u64)lasti + 1) * 2;
-		if (pw_read(op, 1, at) || op[0] != a->op_yield_from)
+		if (pw_read(r, op, 1, at) || op[0] != a->op_yield_from)
 			return 0;
 		if (a->yf_kind == PY_YF_LASTI_BYTES) {
 			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
@@ -418,7 +434,7 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 		if (state != a->gen_suspended)
 			return 0;
 		at = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_lasti)) + 2;
-		if (pw_read(op, 2, at) || (op[0] != a->op_resume && op[0] != a->op_resume_alt) ||
+		if (pw_read(r, op, 2, at) || (op[0] != a->op_resume && op[0] != a->op_resume_alt) ||
 		    op[1] < 2)
 			return 0;
 		/* fall through */
@@ -442,7 +458,7 @@ static PW_INLINE __u64 pw_yield_from(const struct py_proc *p, __u64 frame, __s8 
 	default:
 		return 0;
 	}
-	return pw_read(&tos, 8, at) ? 0 : pw_untag(l, tos);
+	return pw_read(r, &tos, 8, at) ? 0 : pw_untag(l, tos);
 }
 
 static long pw_coro_step(__u32 i, void *ctx)
@@ -463,14 +479,14 @@ static long pw_coro_step(__u32 i, void *ctx)
 	/* An executing generator (a task that runs right now) shows its own frame, as
 	 * CPython's pstree does, but what it awaits is not known: the chain ends there. */
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
-		if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
+		if (pw_read(w->r, &frame, 8, gen + a->gen_frame) || !frame)
 			return 1; /* finished */
 	} else {
-		if (pw_read(&state, 1, gen + a->gen_frame_state) || state > executing)
+		if (pw_read(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
 			return 1; /* finished */
 		frame = gen + a->gen_frame;
 	}
-	if (pw_read(s->frame, PW_READ_MAX, frame)) {
+	if (pw_read(w->r, s->frame, PW_READ_MAX, frame)) {
 		w->flags |= SAMPLE_READ_ERR;
 		return 1;
 	}
@@ -486,21 +502,23 @@ static long pw_coro_step(__u32 i, void *ctx)
 	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
-	yf = state == executing ? 0 : pw_yield_from(p, frame, state, s);
-	w->out[n].fp = pw_code_fp_cached(p, code, s);
+	yf = state == executing ? 0 : pw_yield_from(w->r, p, frame, state, s);
+	w->out[n].fp = pw_code_fp_cached(w->r, p, code, s);
 	w->n = n + 1;
-	w->gen = pw_yf_target(p, yf, &w->awaited);
+	w->gen = pw_yf_target(w->r, p, yf, &w->awaited);
 	return w->gen ? 0 : 1;
 }
 
 /* Walks a suspended coroutine and what it awaits, outermost first, into out[start..max)
  * (max <= PW_FRAMES_CAP). Returns the number of frames; *awaited gets the object the
  * innermost one awaits when that is not a coroutine (a future's iterator, say), else 0. */
-static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct frame_rec *out,
-				    __u32 start, __u32 max, struct pw_scratch *s, __u64 *awaited,
-				    __u32 *flags)
+static PW_INLINE __u32 pw_walk_coro(struct pw_reader *r, const struct py_proc *p, __u64 coro,
+				    struct frame_rec *out, __u32 start, __u32 max,
+				    struct pw_scratch *s, __u64 *awaited, __u32 *flags)
 {
-	struct pw_coro w = { .p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max };
+	struct pw_coro w = {
+		.r = r, .p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max
+	};
 
 	PW_LOOP(MAX_CORO_FRAMES, pw_coro_step, &w);
 	if (w.gen)
@@ -512,8 +530,8 @@ static PW_INLINE __u32 pw_walk_coro(const struct py_proc *p, __u64 coro, struct 
 
 /* A thread's frames from its thread state ts (0: none) into smp; the generator frames
  * seen are left in s for pw_walk_tasks. Returns the innermost frame (0: none). */
-static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct py_sample *smp,
-				      struct pw_scratch *s)
+static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc *p, __u64 ts,
+				      struct py_sample *smp, struct pw_scratch *s)
 {
 	__u64 frame = 0;
 	__u32 flags = 0, n = 0;
@@ -521,10 +539,11 @@ static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct 
 	pw_scratch_reset(s);
 	if (!ts)
 		flags |= SAMPLE_NO_TSTATE;
-	else if (pw_current_frame(&p->layout, ts, &frame))
+	else if (pw_current_frame(r, &p->layout, ts, &frame))
 		flags |= SAMPLE_READ_ERR;
 	else
-		n = pw_walk_frames(p, frame, pw_base_frame(&p->layout, ts), smp->frames, s, &flags);
+		n = pw_walk_frames(r, p, frame, pw_base_frame(r, &p->layout, ts), smp->frames, s,
+				   &flags);
 	smp->hdr.tstate = ts;
 	smp->hdr.nframes = n;
 	smp->hdr.flags = flags;
@@ -536,33 +555,33 @@ static PW_INLINE __u64 pw_walk_thread(const struct py_proc *p, __u64 ts, struct 
  * pw_name_cached() and pw_name_save(): while a task keeps its serial and its name object,
  * the object is alive (the task holds it) and a str never changes, so a copy made once
  * stays right. */
-static PW_INLINE __u64 pw_copy_name(const struct py_proc *p, __u32 pid, __u64 task, __u64 serial,
-				    __u32 *kind, char *buf)
+static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+				    __u64 task, __u64 serial, __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
 	__u64 name = 0, v = 0; /* one scratch word for type, state and length: stack is short */
 	int ascii;
 
 	*kind = NAME_NONE;
-	if (pw_read(&name, 8, task + p->async.task_name) || !name)
+	if (pw_read(r, &name, 8, task + p->async.task_name) || !name)
 		return name;
 #ifdef PW_NAME_CACHE
 	if (serial && pw_name_cached(pid, task, serial, name, kind, buf))
 		return name;
 #endif
-	if (pw_read(&v, 8, name + y->object_type))
+	if (pw_read(r, &v, 8, name + y->object_type))
 		return name;
 	if (v == p->long_type && p->long_type) {
 		/* ob_size or lv_tag, then the first digits: enough for any task counter */
-		if (!pw_read(buf, TASK_NAME_LEN, name + y->bytes_size))
+		if (!pw_read(r, buf, TASK_NAME_LEN, name + y->bytes_size))
 			*kind = NAME_LONG;
 	} else if (v == p->str_type && p->str_type) {
 		v = 0;
-		ascii = !pw_read(&v, 4, name + y->unicode_state) &&
+		ascii = !pw_read(r, &v, 4, name + y->unicode_state) &&
 			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
-		if (ascii && !pw_read(&v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
+		if (ascii && !pw_read(r, &v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
 			__builtin_memset(buf, 0, TASK_NAME_LEN);
-			if (!pw_read(buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+			if (!pw_read(r, buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
 				*kind = NAME_ASCII;
 		}
 	}
@@ -577,18 +596,19 @@ static PW_INLINE __u64 pw_copy_name(const struct py_proc *p, __u32 pid, __u64 ta
 }
 
 /* Is the task at addr, running coro, still the task numbered serial? */
-static PW_INLINE int pw_task_alive(const struct py_proc *p, __u32 pid, __u64 addr, __u64 coro,
-				   __u64 serial)
+static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+				   __u64 addr, __u64 coro, __u64 serial)
 {
 	__u64 now = 0, sn = 0;
 
 	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
 		return 0;
-	return !pw_read(&now, 8, addr + p->async.task_coro) && now == coro;
+	return !pw_read(r, &now, 8, addr + p->async.task_coro) && now == coro;
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
-static PW_INLINE __u64 pw_task_of(const struct py_proc *p, __u32 pid, __u64 gen, __u64 *serial)
+static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+				  __u64 gen, __u64 *serial)
 {
 	const struct task_id *id = pw_coro_task(pid, gen);
 	__u64 t, sn;
@@ -597,13 +617,14 @@ static PW_INLINE __u64 pw_task_of(const struct py_proc *p, __u32 pid, __u64 gen,
 		return 0;
 	t = id->task;
 	sn = id->serial;
-	if (!pw_task_alive(p, pid, t, gen, sn))
+	if (!pw_task_alive(r, p, pid, t, gen, sn))
 		return 0;
 	*serial = sn;
 	return t;
 }
 
 struct pw_running {
+	struct pw_reader *r;
 	const struct py_proc *p;
 	struct pw_scratch *s;
 	__u32 pid, idx;
@@ -619,7 +640,7 @@ static long pw_running_step(__u32 i, void *ctx)
 
 	if (first + i >= n)
 		return 1;
-	t = pw_task_of(f->p, f->pid, f->s->gen[k], &f->serial);
+	t = pw_task_of(f->r, f->p, f->pid, f->s->gen[k], &f->serial);
 	if (!t)
 		return 0;
 	f->task = t;
@@ -629,13 +650,14 @@ static long pw_running_step(__u32 i, void *ctx)
 }
 
 /* The innermost task running on the thread of the last pw_walk_thread: f->task, 0 if
- * none. f->p, f->s and f->pid are set by the caller. */
+ * none. f->r, f->p, f->s and f->pid are set by the caller. */
 static PW_INLINE void pw_find_running(struct pw_running *f)
 {
 	PW_LOOP(PW_MAX_GENS, pw_running_step, f);
 }
 
 struct pw_tasks {
+	struct pw_reader *r;
 	const struct py_proc *p;
 	struct py_sample *smp;
 	struct pw_scratch *s;
@@ -681,12 +703,12 @@ static long pw_task_step(__u32 i, void *ctx)
 	w->n = n + 1;
 	if (w->cur_flags & TASK_ENDED)
 		return 1; /* gone: its name is the one the link to it recorded */
-	t->name_obj = pw_copy_name(p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
+	t->name_obj = pw_copy_name(w->r, p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
 	if (w->cur_flags & TASK_CYCLE)
 		return 1;
 	if (i > 0 || w->own) {
-		nf = pw_walk_coro(p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP, w->s,
-				  &awaited, &flags);
+		nf = pw_walk_coro(w->r, p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP,
+				  w->s, &awaited, &flags);
 		t->nframes = nf;
 		w->used += nf;
 		if (flags & SAMPLE_TRUNCATED)
@@ -705,7 +727,7 @@ static long pw_task_step(__u32 i, void *ctx)
 	w->cur_coro = link->parent_coro;
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	if (!pw_task_alive(p, w->pid, w->cur, w->cur_coro, w->cur_serial)) {
+	if (!pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial)) {
 		/* copied now: no pointer is kept from one step to the next (the bounded
 		 * loops keep their state in a map) */
 		w->cur_flags |= TASK_ENDED;
@@ -719,11 +741,11 @@ static long pw_task_step(__u32 i, void *ctx)
 
 /* After pw_walk_thread: if the thread runs an asyncio task, which, and the chain of tasks
  * awaiting it, with their suspended frames after the thread's. 1 when in a task. */
-static PW_INLINE int pw_walk_tasks(const struct py_proc *p, __u32 pid, struct py_sample *smp,
-				   struct pw_scratch *s)
+static PW_INLINE int pw_walk_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+				   struct py_sample *smp, struct pw_scratch *s)
 {
-	struct pw_running f = { .p = p, .s = s, .pid = pid };
-	struct pw_tasks w = { .p = p, .smp = smp, .s = s, .pid = pid };
+	struct pw_running f = { .r = r, .p = p, .s = s, .pid = pid };
+	struct pw_tasks w = { .r = r, .p = p, .smp = smp, .s = s, .pid = pid };
 
 	smp->hdr.ntasks = 0;
 	smp->hdr.ncoro = 0;

@@ -6,8 +6,12 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
-static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
+struct pw_reader;
+
+/* the running thread's memory: no reader handle (NULL) */
+static __always_inline int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
 {
+	(void)r;
 	return bpf_probe_read_user(dst, len, (const void *)addr);
 }
 
@@ -122,11 +126,12 @@ static __always_inline __u64 walk_thread(const struct py_proc *p, __u64 id, stru
 
 	/* pthread_self() is the thread pointer, which CPython stores as tstate->thread_id:
 	 * this finds the state of threads that released the GIL too. */
-	ts = pw_cached_tstate(p, id, BPF_CORE_READ(task, thread.fsbase), &looked_up);
+	ts = pw_cached_tstate(NULL, p, id, BPF_CORE_READ(task, thread.fsbase), &looked_up);
 	if (looked_up)
 		stat_inc(STAT_TSTATE_LOOKUP);
 	/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
-	if (!pw_walk_thread(p, ts, &sc->s, &sc->pw) && ts && !(sc->s.hdr.flags & SAMPLE_READ_ERR))
+	if (!pw_walk_thread(NULL, p, ts, &sc->s, &sc->pw) && ts &&
+	    !(sc->s.hdr.flags & SAMPLE_READ_ERR))
 		bpf_map_delete_elem(&tstates, &id);
 	return ts;
 }
@@ -184,7 +189,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	link.parent = f.task;
 	link.parent_coro = f.coro;
 	link.parent_serial = f.serial;
-	pw_copy_name(p, pid, f.task, f.serial, &link.name_kind, link.name);
+	pw_copy_name(NULL, p, pid, f.task, f.serial, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	return 0;
@@ -228,7 +233,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc->s.hdr.pid = pid;
 	sc->s.hdr.tid = (__u32)id;
 	bpf_get_current_comm(sc->s.hdr.comm, sizeof(sc->s.hdr.comm));
-	if (pw_walk_tasks(p, pid, &sc->s, &sc->pw))
+	if (pw_walk_tasks(NULL, p, pid, &sc->s, &sc->pw))
 		stat_inc(STAT_TASK);
 	size = offsetof(struct py_sample, frames) +
 	       (sc->s.hdr.nframes + sc->s.hdr.ncoro) * sizeof(struct frame_rec);

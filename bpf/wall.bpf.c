@@ -13,26 +13,17 @@
 
 #include "wall.h"
 
-extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
-extern void bpf_task_release(struct task_struct *p) __ksym;
-
-/* The thread whose address space is read: pywalk's read primitive takes no task, and a
- * task pointer cannot be kept in a global, so each read looks the thread up by tid. */
-__u32 read_tid;
-
 static __always_inline void stat_inc(__u32 idx);
 
-static __always_inline int pw_read(void *dst, __u32 len, __u64 addr)
-{
-	struct task_struct *t = bpf_task_from_pid(read_tid);
-	long ret = -1;
+struct pw_reader;
 
+/* r is the iterator's thread (ctx->task), carried through the walk as pywalk's reader
+ * handle: a task pointer cannot be kept in a map or a global, but in the stack slots of
+ * the loops' state the verifier keeps its type. */
+static __always_inline int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
+{
 	stat_inc(WSTAT_READS);
-	if (t) {
-		ret = bpf_copy_from_user_task(dst, len, (const void *)addr, t, 0);
-		bpf_task_release(t);
-	}
-	return ret;
+	return bpf_copy_from_user_task(dst, len, (const void *)addr, (struct task_struct *)r, 0);
 }
 
 static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
@@ -83,9 +74,11 @@ struct {
 } task_names SEC(".maps");
 
 /* Not on the stack, which the walk has used up: a new cache entry starts as no_name and
- * is filled in place; the key is a global like read_tid (one run at a time). */
+ * is filled in place; the key is a global (one run at a time). */
 const struct name_ent no_name;
 struct task_key name_key;
+const __u32 zero_key;
+__u32 proc_key;
 
 /* Userspace drains it after every run: it needs to hold one process's tick. */
 struct {
@@ -163,7 +156,7 @@ static __always_inline void emit(struct scratch *sc)
 }
 
 /* Is the generator executing now (a task running on some thread)? */
-static __always_inline int gen_executing(const struct py_proc *p, __u64 gen)
+static __always_inline int gen_executing(struct pw_reader *r, const struct py_proc *p, __u64 gen)
 {
 	const struct py_layout *l = &p->layout;
 	const struct py_async_layout *a = &p->async;
@@ -172,17 +165,19 @@ static __always_inline int gen_executing(const struct py_proc *p, __u64 gen)
 	__s8 state = -1;
 
 	if (l->frame_kind != PY_FRAMES_OBJECT)
-		return !pw_read(&state, 1, gen + a->gen_frame_state) && state == a->gen_executing;
-	if (pw_read(&frame, 8, gen + a->gen_frame) || !frame)
+		return !pw_read(r, &state, 1, gen + a->gen_frame_state) &&
+		       state == a->gen_executing;
+	if (pw_read(r, &frame, 8, gen + a->gen_frame) || !frame)
 		return 0;
 	if (a->frame_state)
-		return !pw_read(&state, 1, frame + a->frame_state) && state == a->gen_executing;
+		return !pw_read(r, &state, 1, frame + a->frame_state) && state == a->gen_executing;
 	/* 3.8-3.9: no value stack while running */
-	return !pw_read(&stack, 8, frame + a->frame_stack) && !stack &&
-	       !pw_read(&lasti, 4, frame + l->frame_lasti) && lasti >= 0;
+	return !pw_read(r, &stack, 8, frame + a->frame_stack) && !stack &&
+	       !pw_read(r, &lasti, 4, frame + l->frame_lasti) && lasti >= 0;
 }
 
 struct suspended {
+	struct pw_reader *r;
 	const struct py_proc *p;
 	struct scratch *sc;
 	__u32 pid, tid;
@@ -193,7 +188,7 @@ static long suspended_step(__u32 i, void *ctx)
 	struct suspended *x = ctx;
 	struct scratch *sc = x->sc;
 	struct wall_task *wt;
-	struct pw_tasks w = { .p = x->p, .pid = x->pid, .own = 1 };
+	struct pw_tasks w = { .r = x->r, .p = x->p, .pid = x->pid, .own = 1 };
 	__u64 k = i;
 
 	if (i >= ntasks || i >= WALL_MAX_TASKS)
@@ -201,11 +196,11 @@ static long suspended_step(__u32 i, void *ctx)
 	/* masked where the verifier sees it: clang would reuse the unmasked i */
 	asm volatile("%0 &= 0x1fff" : "+r"(k));
 	wt = &tasks[k];
-	if (!pw_task_alive(x->p, x->pid, wt->task, wt->coro, wt->serial)) {
+	if (!pw_task_alive(x->r, x->p, x->pid, wt->task, wt->coro, wt->serial)) {
 		stat_inc(WSTAT_TASK_GONE);
 		return 0;
 	}
-	if (gen_executing(x->p, wt->coro)) {
+	if (gen_executing(x->r, x->p, wt->coro)) {
 		stat_inc(WSTAT_TASK_ACTIVE);
 		return 0;
 	}
@@ -222,6 +217,9 @@ static long suspended_step(__u32 i, void *ctx)
 	w.cur = wt->task;
 	w.cur_coro = wt->coro;
 	w.cur_serial = wt->serial;
+	/* from memory, as in thread_tasks: a known 0 lets the verifier track the frame count
+	 * through the task walk, and its states multiply past the limit */
+	w.used = *(volatile __u32 *)&sc->w.s.hdr.nframes;
 	walk_chain(&w, sc);
 	stat_inc(WSTAT_TASKS);
 	emit(sc);
@@ -229,49 +227,64 @@ static long suspended_step(__u32 i, void *ctx)
 }
 
 /* The running task of the thread walked into sc, if any, and the tasks awaiting it. */
-static __always_inline void thread_tasks(const struct py_proc *p, __u32 pid, struct scratch *sc)
+static __always_inline void thread_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+					 struct scratch *sc)
 {
-	struct pw_tasks w = { .p = p, .pid = pid };
-	struct pw_running f = { .p = p, .s = &sc->pw, .pid = pid };
+	__u64 task, coro, serial;
 
-	pw_find_running(&f);
-	if (!f.task)
-		return;
-	w.cur = f.task;
-	w.cur_coro = f.coro;
-	w.cur_serial = f.serial;
-	/* from memory: a bound the verifier tracks from the frame walk multiplies the
-	 * states of the task walk */
-	w.used = sc->w.s.hdr.nframes;
-	walk_chain(&w, sc);
-	sc->w.s.hdr.running_idx = f.idx;
+	/* f, then w, in the same stack slots: the stack is near its limit */
+	{
+		struct pw_running f = { .r = r, .p = p, .s = &sc->pw, .pid = pid };
+
+		pw_find_running(&f);
+		if (!f.task)
+			return;
+		sc->w.s.hdr.running_idx = f.idx;
+		task = f.task;
+		coro = f.coro;
+		serial = f.serial;
+	}
+	{
+		struct pw_tasks w = { .r = r,
+				      .p = p,
+				      .pid = pid,
+				      .cur = task,
+				      .cur_coro = coro,
+				      .cur_serial = serial };
+
+		/* from memory: a bound the verifier tracks from the frame walk multiplies
+		 * the states of the task walk */
+		w.used = sc->w.s.hdr.nframes;
+		walk_chain(&w, sc);
+	}
 }
 
-static __always_inline void walk_suspended(const struct py_proc *p, __u32 pid, __u32 tid,
-					   struct scratch *sc)
+static __always_inline void walk_suspended(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+					   __u32 tid, struct scratch *sc)
 {
-	struct suspended x = { .p = p, .sc = sc, .pid = pid, .tid = tid };
+	struct suspended x = { .r = r, .p = p, .sc = sc, .pid = pid, .tid = tid };
 
 	bpf_loop(WALL_MAX_TASKS, suspended_step, &x, 0);
 }
 
 /* Its own stack frame: the suspended-task walk that follows nests deeper. */
-static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 tid, __u64 fsbase,
+static __noinline void sample_thread(struct task_struct *task, const struct py_proc *p,
 				     struct scratch *sc)
 {
+	struct pw_reader *r = (struct pw_reader *)task;
+	__u32 pid = task->tgid, tid = task->pid, n = 0, flags = 0;
 	__u64 ts, frame = 0, key = (__u64)pid << 32 | tid;
-	__u32 n = 0, flags = 0;
 
 	pw_scratch_reset(&sc->pw);
-	ts = pw_cached_tstate(p, key, fsbase, NULL);
+	ts = pw_cached_tstate(r, p, key, task->thread.fsbase, NULL);
 	if (!ts) {
 		flags |= SAMPLE_NO_TSTATE;
 		stat_inc(WSTAT_NO_TSTATE);
-	} else if (pw_current_frame(&p->layout, ts, &frame)) {
+	} else if (pw_current_frame(r, &p->layout, ts, &frame)) {
 		flags |= SAMPLE_READ_ERR;
 	} else {
-		n = pw_walk_frames(p, frame, pw_base_frame(&p->layout, ts), sc->w.s.frames, &sc->pw,
-				   &flags);
+		n = pw_walk_frames(r, p, frame, pw_base_frame(r, &p->layout, ts), sc->w.s.frames,
+				   &sc->pw, &flags);
 		if (!frame)
 			bpf_map_delete_elem(&tstates, &key);
 	}
@@ -287,7 +300,7 @@ static __noinline void sample_thread(const struct py_proc *p, __u32 pid, __u32 t
 	sc->w.s.hdr.ncoro = 0;
 	sc->w.s.hdr.running_idx = RUNNING_NONE;
 	if (p->async.yf_kind && sc->pw.ngens)
-		thread_tasks(p, pid, sc);
+		thread_tasks(r, p, pid, sc);
 	stat_inc(WSTAT_THREADS);
 	emit(sc);
 }
@@ -296,25 +309,25 @@ SEC("iter.s/task")
 int wall_tick(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
-	__u32 pid, tid, zero = 0;
 	struct py_proc *p;
 	struct scratch *sc;
+	__u32 pid;
 
 	if (!task)
 		return 0;
 	pid = task->tgid;
-	tid = task->pid;
-	p = bpf_map_lookup_elem(&procs, &pid);
-	sc = bpf_map_lookup_elem(&scratch, &zero);
+	/* the keys in globals: the suspended-task walk's stack is at the limit on 6.1 */
+	proc_key = pid;
+	p = bpf_map_lookup_elem(&procs, &proc_key);
+	sc = bpf_map_lookup_elem(&scratch, &zero_key);
 	if (!p || !sc)
 		return 0;
-	read_tid = tid;
 	sc->w.cpu_ns = task->se.sum_exec_runtime;
 	__builtin_memcpy(sc->w.s.hdr.comm, task->comm, TASK_COMM_LEN);
-	sample_thread(p, pid, tid, task->thread.fsbase, sc);
+	sample_thread(task, p, sc);
 	if (tasks_pending && p->async.yf_kind) {
 		tasks_pending = 0;
-		walk_suspended(p, pid, tid, sc);
+		walk_suspended((struct pw_reader *)task, p, pid, task->pid, sc);
 	}
 	return 0;
 }

@@ -27,7 +27,8 @@
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
-static int pw_read(void *dst, __u32 len, __u64 addr);
+struct pw_reader;
+static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr);
 static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
 static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static const struct task_link *pw_task_link(__u32 pid, __u64 task);
@@ -52,8 +53,10 @@ static TLS struct task_link tl_link;
 static TLS __u64 cached_ts;
 static TLS pid_t own_tid;
 
-static int pw_read(void *dst, __u32 len, __u64 addr)
+/* this process's own memory: no reader handle (NULL) */
+static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
 {
+	(void)r;
 	if (addr < 4096)
 		return -1;
 	/* a fault here ends the walk in on_fault */
@@ -89,12 +92,12 @@ static void walk(const struct py_proc *p, struct py_sample *s)
 	__u64 self = (__u64)pthread_self(), ts = cached_ts;
 
 	/* the same thread-state cache as the BPF sampler's, per thread */
-	if (!ts || !pw_tstate_owned_by(p, ts, self))
-		ts = pw_find_tstate(p, self, 0);
+	if (!ts || !pw_tstate_owned_by(NULL, p, ts, self))
+		ts = pw_find_tstate(NULL, p, self, 0);
 	cached_ts = ts;
-	if (!pw_walk_thread(p, ts, s, &scratch) && !(s->hdr.flags & SAMPLE_READ_ERR))
+	if (!pw_walk_thread(NULL, p, ts, s, &scratch) && !(s->hdr.flags & SAMPLE_READ_ERR))
 		cached_ts = 0;
-	pw_walk_tasks(p, own_pid, s, &scratch);
+	pw_walk_tasks(NULL, p, own_pid, s, &scratch);
 }
 
 static void on_profile(int sig, siginfo_t *si, void *uc)

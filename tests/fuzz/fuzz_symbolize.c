@@ -65,7 +65,7 @@ static void symbolize(struct py_target *t, uint64_t code)
 
 	if (!st)
 		abort();
-	fp = pw_code_fp(&t->proc, code, &s);
+	fp = pw_code_fp(NULL, &t->proc, code, &s);
 	c = symtab_code(st, t, code, fp);
 	if (c->valid) {
 		if (!c->qualname || !c->filename)
@@ -90,10 +90,10 @@ static void walk(struct py_target *t)
 	uint32_t flags = 0, n;
 	__u64 awaited;
 
-	n = pw_walk_frames(&t->proc, MEM_BASE, 0, out, &s, &flags);
+	n = pw_walk_frames(NULL, &t->proc, MEM_BASE, 0, out, &s, &flags);
 	if (n > MAX_FRAMES)
 		abort();
-	n = pw_walk_coro(&t->proc, MEM_BASE + 8, out, n, PW_FRAMES_CAP, &s, &awaited, &flags);
+	n = pw_walk_coro(NULL, &t->proc, MEM_BASE + 8, out, n, PW_FRAMES_CAP, &s, &awaited, &flags);
 	if (n > PW_FRAMES_CAP)
 		abort();
 }

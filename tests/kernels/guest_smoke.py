@@ -97,7 +97,7 @@ def test_creation_probe():
 
 
 WALL_NEEDS = [((5, 17), "bpf_loop"), ((5, 18), "bpf_copy_from_user_task"),
-              ((6, 1), "pid filter"), ((6, 2), "bpf_task_from_pid")]
+              ((6, 1), "pid filter")]
 
 
 def test_wall():
@@ -108,16 +108,11 @@ def test_wall():
     with open(os.path.join(RESULTS, "stats-wall.txt"), "w") as f:
         f.write(" ".join(r.argv) + "\n" + r.err)
     missing = [(v, what) for v, what in WALL_NEEDS if kernel() < v]
-    if missing and kernel() < (6, 1):
+    if missing:
         assert_one_error_line(r, 2, "wall mode needs", *[w for _, w in missing],
                               *["Linux %d.%d" % v for v, _ in missing])
         assert "-v" not in r.err, "points to -v with no verifier log" + r.describe()
         return
-    if kernel() < (6, 2) and r.rc == 2 and "bpf_task_from_pid" in r.err:
-        # not done: the walker reads through bpf_task_from_pid, which 6.1 lacks; reading
-        # through the iterator's own task needs it passed down to every read
-        pytest.xfail("wall mode on 6.1 needs the walker to read through the iterator's "
-                     "task (no bpf_task_from_pid before 6.2): " + r.err_lines()[-1])
     assert r.rc == 0, "wall mode failed" + r.describe()
     # wall output has suspended-task stacks ([suspended tasks] for a thread frame)
     counts = {}

@@ -607,7 +607,7 @@ static void test_loop(struct target *tg)
 
 	/* the running loop of the thread: tstate dict (3.8-3.12) or right after it (3.13) */
 	vmwalk_target(tg->pid);
-	ts = pw_find_tstate(&tg->t.proc, f->v[1], 0);
+	ts = pw_find_tstate(NULL, &tg->t.proc, f->v[1], 0);
 	CHECK(ts, "%s: no thread state for thread %#llx", tg->python, (unsigned long long)f->v[1]);
 	if (!ts)
 		return;
@@ -774,7 +774,8 @@ static void test_walk(struct target *tg)
 		flags = 0;
 		awaited = 0;
 		memset(out, 0, sizeof(out));
-		n = pw_walk_coro(&tg->t.proc, f->v[0], out, 0, PW_FRAMES_CAP, &s, &awaited, &flags);
+		n = pw_walk_coro(NULL, &tg->t.proc, f->v[0], out, 0, PW_FRAMES_CAP, &s, &awaited,
+				 &flags);
 		CHECK(n == (uint32_t)(f->n - 2) && !flags,
 		      "%s: chain %d: %u frames (want %d), "
 		      "flags %#x",
@@ -809,10 +810,10 @@ static void test_code_cache(struct target *tg)
 	code = f->v[2];
 	vmwalk_target(tg->pid);
 	pw_scratch_reset(&s);
-	fp = pw_code_fp_cached(&tg->t.proc, code, &s);
-	CHECK(fp != FP_INVALID && fp == pw_code_fp(&tg->t.proc, code, &fresh),
+	fp = pw_code_fp_cached(NULL, &tg->t.proc, code, &s);
+	CHECK(fp != FP_INVALID && fp == pw_code_fp(NULL, &tg->t.proc, code, &fresh),
 	      "%s: cached fingerprint %#x of %#llx, uncached %#x", tg->python, fp,
-	      (unsigned long long)code, pw_code_fp(&tg->t.proc, code, &fresh));
+	      (unsigned long long)code, pw_code_fp(NULL, &tg->t.proc, code, &fresh));
 	for (k = 0; k < PW_CODE_SLOTS && s.code_addr[k] != code; k++)
 		;
 	CHECK(k < PW_CODE_SLOTS, "%s: code object %#llx not remembered", tg->python,
@@ -820,11 +821,11 @@ static void test_code_cache(struct target *tg)
 	if (k == PW_CODE_SLOTS)
 		return;
 	s.code_fp[k] = fp ^ 1;
-	CHECK(pw_code_fp_cached(&tg->t.proc, code, &s) == (fp ^ 1),
+	CHECK(pw_code_fp_cached(NULL, &tg->t.proc, code, &s) == (fp ^ 1),
 	      "%s: second lookup of %#llx read the target again", tg->python,
 	      (unsigned long long)code);
 	pw_scratch_reset(&s);
-	CHECK(pw_code_fp_cached(&tg->t.proc, code, &s) == fp,
+	CHECK(pw_code_fp_cached(NULL, &tg->t.proc, code, &s) == fp,
 	      "%s: a reset walk still used the last walk's fingerprint", tg->python);
 }
 

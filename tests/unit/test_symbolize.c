@@ -461,7 +461,7 @@ static void test_interpreter(const char *py, struct code_truth *codes)
 		uint32_t fp = pw_code_fingerprint((__u32)c->firstlineno, c->filename, c->name);
 
 		vmwalk_target(r.pid);
-		CHECK(pw_code_fp(&t.proc, c->addr, &scratch) == fp,
+		CHECK(pw_code_fp(NULL, &t.proc, c->addr, &scratch) == fp,
 		      "%s: the sampler's fingerprint of code %d differs from Python's values", py,
 		      i);
 		/* The last code object is kept unread until the process is gone. */

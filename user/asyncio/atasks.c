@@ -247,8 +247,8 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 		return -ENOMEM;
 	vmwalk_target(t->pid);
 	pw_scratch_reset(&s);
-	k->nframes = pw_walk_coro(&t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s, &awaited,
-				  &k->flags);
+	k->nframes = pw_walk_coro(NULL, &t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s,
+				  &awaited, &k->flags);
 	k->awaited = awaited;
 	return 1;
 }

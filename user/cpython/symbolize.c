@@ -206,7 +206,7 @@ static bool code_alive(const struct py_target *t, uint64_t code, uint32_t fp)
 	    refcnt > UINT32_MAX)
 		return false;
 	vmwalk_target(t->pid);
-	return pw_code_fp(&t->proc, code, &scratch) == fp;
+	return pw_code_fp(NULL, &t->proc, code, &scratch) == fp;
 }
 
 static void code_read(struct py_code *c, const struct py_target *t, uint64_t code, uint32_t fp)

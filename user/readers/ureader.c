@@ -447,10 +447,10 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 	vmwalk_target(t->pid);
 	vmwalk_taskmaps(t->maps);
 	if (th->thread_id && t->tid_off_ok) {
-		if (!ts || !pw_tstate_owned_by(p, ts, th->thread_id))
-			ts = pw_find_tstate(p, th->thread_id, 0);
+		if (!ts || !pw_tstate_owned_by(NULL, p, ts, th->thread_id))
+			ts = pw_find_tstate(NULL, p, th->thread_id, 0);
 	} else if (native) {
-		ts = pw_find_tstate(p, 0, native); /* no thread pointer known: 3.11+ only */
+		ts = pw_find_tstate(NULL, p, 0, native); /* no thread pointer known: 3.11+ only */
 	} else {
 		ts = 0;
 	}
@@ -459,9 +459,9 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 		return;
 	}
 	th->ts = ts;
-	if (!pw_walk_thread(p, ts, s, &u->pw) && ts && !(s->hdr.flags & SAMPLE_READ_ERR))
+	if (!pw_walk_thread(NULL, p, ts, s, &u->pw) && ts && !(s->hdr.flags & SAMPLE_READ_ERR))
 		th->ts = 0;
-	pw_walk_tasks(p, t->pid, s, &u->pw);
+	pw_walk_tasks(NULL, p, t->pid, s, &u->pw);
 	dt = now_ns() - t0;
 	u->st.read_ns += dt;
 	u->st.read_cnt++;

@@ -44,8 +44,13 @@ static inline __attribute__((unused)) const struct task_link *pw_task_link(__u32
 										 : NULL;
 }
 
-static inline __attribute__((unused)) int pw_read(void *dst, __u32 len, __u64 addr)
+struct pw_reader;
+
+/* the process set with vmwalk_target(): no reader handle (NULL) */
+static inline __attribute__((unused)) int pw_read(struct pw_reader *r, void *dst, __u32 len,
+						  __u64 addr)
 {
+	(void)r;
 	return mem_read(vmwalk_pid, addr, dst, len) ? -1 : 0;
 }
 

@@ -83,7 +83,7 @@ static int check_kernel(char *err, size_t errlen)
 	struct {
 		bool ok;
 		const char *what;
-	} need[4];
+	} need[3];
 	struct utsname u;
 	size_t n = 0, len;
 
@@ -98,8 +98,6 @@ static int check_kernel(char *err, size_t errlen)
 	need[1].what = "bpf_copy_from_user_task and sleepable task iterators (Linux 5.18)";
 	need[2].ok = has_member(btf, "bpf_iter_link_info", BTF_KIND_UNION, "task");
 	need[2].what = "the task iterator's pid filter (Linux 6.1)";
-	need[3].ok = btf__find_by_name_kind(btf, "bpf_task_from_pid", BTF_KIND_FUNC) >= 0;
-	need[3].what = "the bpf_task_from_pid kfunc (Linux 6.2)";
 	btf__free(btf);
 	if (uname(&u))
 		snprintf(u.release, sizeof(u.release), "unknown");

@@ -19,6 +19,9 @@ fail() {
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 host /newroot ||
 	fail "cannot mount the host's root"
 R=/newroot
+# the guest's /tmp is its own; the host's stays under /hosttmp for a checkout kept there
+mkdir -p /hosttmp
+mount -o bind $R/tmp /hosttmp
 mount -t tmpfs -o mode=1777 tmpfs $R/tmp || fail "no tmpfs on /tmp"
 mount -t tmpfs tmpfs $R/run
 mount -t proc proc $R/proc
@@ -42,6 +45,14 @@ for w in $(cat /proc/cmdline); do
 	asyncbpf.arg=*) args="$args ${w#asyncbpf.arg=}" ;;
 	esac
 done
+case "$run" in
+/tmp/*)
+	top="${run#/tmp/}"
+	top="${top%%/*}"
+	mkdir -p "$R/tmp/$top"
+	mount -o bind "/hosttmp/$top" "$R/tmp/$top" || fail "cannot reach /tmp/$top of the host"
+	;;
+esac
 echo "init: up after $(cut -d' ' -f1 /proc/uptime) s, running $run$args"
 # shellcheck disable=SC2086
 chroot $R /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

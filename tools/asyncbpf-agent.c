@@ -299,6 +299,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (recorder_cli_parse(&o->cli, &o->r, argc, argv, "h", longopts, agent_option, o))
 		return -1;
 	o->s.freq = o->r.freq;
+	/* an agent runs for good and ships every interval: half the recorder's share for
+	 * await links (new tasks and their creators still come at once from the uprobe) */
+	o->r.snapshot_budget = 0.0025;
 	return check_args(o);
 }
 

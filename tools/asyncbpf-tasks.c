@@ -144,7 +144,7 @@ int main(int argc, char **argv)
 		sampler_close(sampler);
 		return EXIT_ENV;
 	}
-	if (atasks_snapshot(&t, ATASKS_DETAILS, &a, why, sizeof(why))) {
+	if (atasks_snapshot(&t, ATASKS_DETAILS, &a, NULL, why, sizeof(why))) {
 		err(why);
 		sampler_close(sampler);
 		return EXIT_ENV;

@@ -262,11 +262,11 @@ static int by_name(const void *x, const void *y)
 
 static void read_tasks(const struct py_target *t, unsigned int what, struct atasks *a);
 static void finish(struct atasks *a, unsigned int what);
-static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
-		       size_t len);
+static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a,
+		       struct atasks_cache *c, char *why, size_t len);
 
-int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
-		    size_t len)
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a,
+		    struct atasks_cache *c, char *why, size_t len)
 {
 	struct obj_types types = { 0 };
 	struct objread r;
@@ -297,7 +297,7 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	    py_objmodel_check_asyncio(t->om, t->pid, fut_type, task_type, why, len))
 		return -1;
 	if (t->task_lists)
-		return snapshot314(t, what, a, why, len);
+		return snapshot314(t, what, a, c, why, len);
 	if ((ret = collect(&r, mod, "_all_tasks", a)) ||
 	    (ret = collect(&r, mod, "_scheduled_tasks", a)) ||
 	    (ret = collect(&r, mod, "_eager_tasks", a)) || (ret = collect_current(&r, mod, a))) {
@@ -481,17 +481,22 @@ static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atask *
 			add_parent(k, key);
 }
 
-static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a, char *why,
-		       size_t len)
+static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a,
+		       struct atasks_cache *c, char *why, size_t len)
 {
 	const struct py_layout *l = &t->proc.layout;
 	struct py314_asyncio o;
 	uint64_t interp = 0, ts;
 	int ret;
 
-	if (py314_asyncio(t, &o, why, len)) {
+	if (c && c->has314) {
+		o = c->aio;
+	} else if (py314_asyncio(t, &o, why, len)) {
 		a->asyncio = 0;
 		return -1;
+	} else if (c) {
+		c->aio = o;
+		c->has314 = true;
 	}
 	ret = mem_read(t->pid, t->proc.runtime + l->runtime_interp_head, &interp, sizeof(interp));
 	for (int ni = 0; !ret && interp && ni < MAX_THREADS; ni++) {

@@ -3,10 +3,12 @@
 #ifndef ASYNCBPF_ATASKS_H
 #define ASYNCBPF_ATASKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "objread.h"
+#include "py314.h"
 #include "pyproc.h"
 
 #define ATASK_MAX_FRAMES  64
@@ -40,8 +42,17 @@ enum atasks_what {
 	ATASKS_DETAILS = 1 << 0, /* also names and suspended coroutine chains */
 };
 
-int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *out, char *why,
-		    size_t len);
+/* What a snapshot learns once per process and keeps, zeroed for a new one: on 3.14+ the
+ * .AsyncioDebug offsets (a maps read and an ELF open each time otherwise; _asyncio is never
+ * unloaded, and an exec makes a new process). */
+struct atasks_cache {
+	bool has314;
+	struct py314_asyncio aio;
+};
+
+/* c: NULL for none. */
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *out,
+		    struct atasks_cache *c, char *why, size_t len);
 void atasks_free(struct atasks *a);
 
 /* Adds to the snapshot the creators that links made at task creation name, for tasks

@@ -6,7 +6,6 @@
 #define ACTIVE_INTERVAL 0.5   /* s between snapshots of a process being sampled */
 #define IDLE_MAX	8.0   /* s at most between snapshots of an idle process */
 #define PROC_SHARE	0.005 /* of a core, at most, for one process's snapshots */
-#define BUDGET		0.005 /* of a core for all snapshots together */
 #define BURST		0.05  /* s of CPU the budget may save up */
 
 double cpu_s(void)
@@ -17,14 +16,14 @@ double cpu_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-void snapshot_init(struct snappace *sp, double now)
+void snapshot_init(struct snappace *sp, double now, double budget)
 {
-	*sp = (struct snappace){ .tokens = BURST, .filled = now };
+	*sp = (struct snappace){ .tokens = BURST, .filled = now, .budget = budget };
 }
 
 void snapshot_budget_fill(struct snappace *sp, double now)
 {
-	sp->tokens += (now - sp->filled) * BUDGET;
+	sp->tokens += (now - sp->filled) * sp->budget;
 	if (sp->tokens > BURST)
 		sp->tokens = BURST;
 	sp->filled = now;

@@ -12,13 +12,16 @@
 #include "record.h"
 
 struct snappace {
+	double budget;	       /* share of a core for all snapshots together */
 	double tokens, filled; /* CPU seconds left in the budget, when last refilled */
 	size_t next;	       /* target to look at first */
 	uint64_t taken;	       /* snapshots taken */
 	double cpu;	       /* CPU seconds they used */
 };
 
-void snapshot_init(struct snappace *sp, double now);
+#define SNAPSHOT_BUDGET 0.005 /* the default share */
+
+void snapshot_init(struct snappace *sp, double now, double budget);
 /* Refills the budget for the time since the last call. */
 void snapshot_budget_fill(struct snappace *sp, double now);
 /* Whether tg's tasks should be read now. */

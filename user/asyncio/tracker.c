@@ -18,6 +18,7 @@ struct proc_tasks {
 	struct known *v;
 	size_t n;
 	int64_t modules; /* len(sys.modules) when asyncio was last found missing, or -1 */
+	struct atasks_cache cache;
 };
 
 struct tracker {
@@ -181,7 +182,7 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	if (pt->modules >= 0 && !objread_init(&r, t) && !obj_modules_count(&r, &modules) &&
 	    modules == pt->modules)
 		return 0;
-	if (atasks_snapshot(t, ATASKS_LINKS, &a, why, len))
+	if (atasks_snapshot(t, ATASKS_LINKS, &a, &pt->cache, why, len))
 		return -1;
 	pt->modules = -1;
 	if (!a.asyncio && !objread_init(&r, t) && obj_modules_count(&r, &pt->modules))

@@ -274,7 +274,8 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 	profile_set_period(a->rec.prof, 1000000000ull / o->freq);
 	symtab_set_limit(a->rec.syms, o->mem_per_process);
 	a->rec.stack_limit = o->mem_per_process;
-	snapshot_init(&a->snap, recorder_now());
+	snapshot_init(&a->snap, recorder_now(),
+		      o->snapshot_budget > 0 ? o->snapshot_budget : SNAPSHOT_BUDGET);
 	ret = open_reader(a);
 	if (!ret && a->o.reader_open)
 		a->o.reader_open();

@@ -32,6 +32,7 @@ struct recorder_opts {
 	bool wall;		/* wall-clock mode */
 	unsigned int max_tasks; /* wall mode: suspended tasks per process per tick, 0: all */
 	bool origins;		/* link new tasks to their creators (uprobe on task creation) */
+	double snapshot_budget; /* share of a core for task snapshots; 0: 0.005 */
 	bool verbose;
 	bool run_stats; /* the kernel's bpf_stats, for the BPF run time per sample */
 	enum reader_kind reader;

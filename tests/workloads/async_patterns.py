@@ -370,13 +370,16 @@ async def ff_creator(n):
     t = asyncio.get_running_loop().create_task(ff_child(), name="ff-child-%d" % n)
     if n == 1:  # the truth is taken from the first generation
         edge(t, "origin")
+    # The previous generation ends only now: cancelled at the spawn, it was done for the
+    # whole loop iteration before this creator ran (the busy leaves' 4 ms each), and a
+    # snapshot then held no child at all.
+    for old in list(KEEP):
+        old.cancel()
     KEEP.add(t)
     t.add_done_callback(KEEP.discard)
 
 
 def ff_spawn(loop, n, interval):
-    for t in list(KEEP):
-        t.cancel()
     loop.create_task(ff_creator(n), name="ff-creator-%d" % n)
     loop.call_later(interval, ff_spawn, loop, n + 1, interval)
 

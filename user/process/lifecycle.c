@@ -35,7 +35,7 @@ struct lifecycle {
 	struct ring_buffer *rb;
 	struct lifecycle_ops ops;
 	int map_fd[LCM_MAX];
-	__u32 key_size[LCM_MAX], value_size[LCM_MAX];
+	__u32 key_size[LCM_MAX];
 	unsigned char *keys, *values; /* a batch of one map's entries */
 	struct pend *pend;
 	size_t npend, pend_cap;
@@ -266,7 +266,6 @@ int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifec
 			goto fail;
 		}
 		lc->key_size[m] = info.key_size;
-		lc->value_size[m] = info.value_size;
 		if (info.value_size > vmax)
 			vmax = info.value_size;
 	}

@@ -32,7 +32,7 @@ HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels
+.PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
@@ -107,6 +107,11 @@ test-kernels: all
 	rm -f $(OUT)/kernels/summary.txt
 	$(PYTEST) -v -rs --durations=0 tests/kernels/test_kernels.py
 	@cat $(OUT)/kernels/summary.txt
+
+# The BPF walker's cost per sample on those kernels, side by side (tests/kernels/cost.py;
+# ASYNCBPF_KERNELS picks them, default bullseye,trixie): a benchmark, not part of make test.
+bench-kernels: all
+	/usr/bin/python3 tests/kernels/cost.py
 
 # The userspace (library, tools, unit tests) built with ASan and UBSan into build-san/;
 # the unit tests and the integration suite then run against those binaries. For time, the

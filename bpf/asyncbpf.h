@@ -143,6 +143,8 @@ enum stat_idx {
 	STAT_TASK,	    /* samples in a task */
 	STAT_TASK_CREATED,  /* tasks created while recording (seen by the task_init probe) */
 	STAT_PY_NS,	    /* time spent on STAT_PYTHON runs, from the process lookup on */
+	STAT_READS,	    /* reads of user memory in STAT_PYTHON runs (page-cache misses) */
+	STAT_READ_BYTES,    /* their bytes */
 	STAT_MAX,
 };
 

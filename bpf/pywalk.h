@@ -4,7 +4,10 @@
  * including this file:
  *   static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr);   0 on success
  * where r is whatever the walk's caller passed in (opaque here, carried through every
- * function and loop state): wall.bpf.c's thread to read, NULL for readers needing none.
+ * function and loop state): wall.bpf.c's thread to read, NULL for readers needing none;
+ * and it may define PW_READ_DIRECT and pw_read_direct (the same) for the reads of
+ * suspended coroutines and tasks, lone objects that a page cache behind pw_read would
+ * not serve twice.
  * and the asyncio lookups the task walk needs (BPF maps, or user/asyncio/taskmaps.h tables):
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
@@ -25,6 +28,15 @@ struct pw_reader;
 #define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
 /* v &= mask in an instruction clang cannot drop as redundant */
 #define PW_MASK(v, mask) asm volatile("%0 &= %1" : "+r"(v) : "i"(mask))
+/* v in a register clang knows nothing about */
+#define PW_OPAQUE(v) asm volatile("" : "+r"(v))
+/* v through map memory (slot, a __u32 there), so that the verifier forgets its value: a
+ * loop counter it knows exactly makes every bpf_loop step a state of its own */
+#define PW_FORGET(v, slot)                                                                         \
+	do {                                                                                       \
+		*(volatile __u32 *)&(slot) = (v);                                                  \
+		(v) = *(volatile __u32 *)&(slot);                                                  \
+	} while (0)
 #ifndef PW_BOUNDED_LOOPS
 #define PW_LOOP(max, fn, ctx) bpf_loop(max, fn, ctx, 0)
 #else
@@ -45,8 +57,10 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 #endif
 #else
 #include <string.h>
-#define PW_INLINE	 inline __attribute__((unused))
-#define PW_MASK(v, mask) ((v) &= (mask))
+#define PW_INLINE	   inline __attribute__((unused))
+#define PW_MASK(v, mask)   ((v) &= (mask))
+#define PW_FORGET(v, slot) ((void)0)
+#define PW_OPAQUE(v)	   ((void)0)
 #define PW_LOAD(type, buf, off)                                                                    \
 	({                                                                                         \
 		type v_;                                                                           \
@@ -62,6 +76,26 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 #endif
 
 #define PW_READ_MAX 128 /* bytes read per frame and per code object */
+
+#ifndef PW_READ_DIRECT
+#define pw_read_direct pw_read
+#endif
+
+/* pw_view(r, buf, len, addr): len bytes of addr (len <= PW_READ_MAX), where a masked
+ * offset (PW_OFF) plus a load stays inside: in buf (2 * PW_READ_MAX bytes) or wherever the
+ * includer that defines PW_VIEW keeps them; NULL if unreadable. Valid until the next
+ * read. */
+#ifndef PW_VIEW
+static PW_INLINE const __u8 *pw_view(struct pw_reader *r, __u8 *buf, __u32 len, __u64 addr)
+{
+	const __u8 *v = pw_read(r, buf, len, addr) ? NULL : buf;
+
+	/* the caller tests v itself: 6.1's verifier cannot follow clang testing the read's
+	 * result again instead */
+	PW_OPAQUE(v);
+	return v;
+}
+#endif
 #define PW_OFF(off) ((off) & (PW_READ_MAX - 1))
 /* Shim frames (3.12+) cost a loop step without a record; allow some per stack. */
 #define PW_MAX_STEPS (MAX_FRAMES + 64)
@@ -83,6 +117,7 @@ struct pw_scratch {
 	__u64 gen[PW_MAX_GENS];
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
+	__u32 forget; /* PW_FORGET's slot */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -193,33 +228,45 @@ static PW_INLINE int pw_current_frame(struct pw_reader *r, const struct py_layou
 	return 0;
 }
 
-/* Fingerprint of a code object, FP_INVALID if unreadable or not a code object. */
-static PW_INLINE __u32 pw_code_fp(struct pw_reader *r, const struct py_proc *p, __u64 code,
-				  struct pw_scratch *s)
+/* Fingerprint of the code object read at c, FP_INVALID if not a code object. */
+static PW_INLINE __u32 pw_code_fp_of(const struct py_proc *p, const __u8 *c)
 {
 	const struct py_layout *l = &p->layout;
 	__u64 base = l->object_type;
 
-	if (pw_read(r, s->code, PW_READ_MAX, code + base))
+	if (p->code_type && PW_LOAD(__u64, c, 0) != p->code_type)
 		return FP_INVALID;
-	if (p->code_type && PW_LOAD(__u64, s->code, 0) != p->code_type)
-		return FP_INVALID;
-	return pw_code_fingerprint(PW_LOAD(__u32, s->code, PW_OFF(l->code_firstlineno - base)),
-				   PW_LOAD(__u64, s->code, PW_OFF(l->code_filename - base)),
-				   PW_LOAD(__u64, s->code, PW_OFF(l->code_name - base)));
+	return pw_code_fingerprint(PW_LOAD(__u32, c, PW_OFF(l->code_firstlineno - base)),
+				   PW_LOAD(__u64, c, PW_OFF(l->code_filename - base)),
+				   PW_LOAD(__u64, c, PW_OFF(l->code_name - base)));
+}
+
+/* Fingerprint of a code object, FP_INVALID if unreadable or not a code object. */
+static PW_INLINE __u32 pw_code_fp(struct pw_reader *r, const struct py_proc *p, __u64 code,
+				  struct pw_scratch *s)
+{
+	const __u8 *c = pw_view(r, s->code, PW_READ_MAX, code + p->layout.object_type);
+
+	return c ? pw_code_fp_of(p, c) : FP_INVALID;
 }
 
 /* pw_code_fp read once per code object and walk: recursion, wrappers and the same
  * coroutine in many tasks cost one read each. A walk lasts microseconds; a code object
- * freed and another allocated at its address within one is not worth a read per frame. */
+ * freed and another allocated at its address within one is not worth a read per frame.
+ * direct: read with pw_read_direct (a suspended coroutine's). */
 static PW_INLINE __u32 pw_code_fp_cached(struct pw_reader *r, const struct py_proc *p, __u64 code,
-					 struct pw_scratch *s)
+					 struct pw_scratch *s, int direct)
 {
 	__u32 k = (__u32)((code >> 4) ^ (code >> 11)) & (PW_CODE_SLOTS - 1), fp;
 
 	if (code && s->code_addr[k] == code)
 		return s->code_fp[k];
-	fp = pw_code_fp(r, p, code, s);
+	if (!direct)
+		fp = pw_code_fp(r, p, code, s);
+	else if (pw_read_direct(r, s->code, PW_READ_MAX, code + p->layout.object_type))
+		fp = FP_INVALID;
+	else
+		fp = pw_code_fp_of(p, s->code);
 	if (fp != FP_INVALID) {
 		s->code_addr[k] = code;
 		s->code_fp[k] = fp;
@@ -291,8 +338,10 @@ static long pw_walk_step(__u32 i, void *ctx)
 	struct pw_scratch *s = w->s;
 	__u32 len = l->frame_read, n = w->n;
 	__u64 code, cur = w->frame, gen = 0;
+	const __u8 *f;
 
 	(void)i;
+	PW_FORGET(n, s->forget);
 	if (!cur || n >= MAX_FRAMES)
 		return 1;
 	if (cur == w->base) {
@@ -302,22 +351,22 @@ static long pw_walk_step(__u32 i, void *ctx)
 	}
 	if (len > PW_READ_MAX)
 		len = PW_READ_MAX;
-	if (pw_read(w->r, s->frame, len, cur)) {
+	f = pw_view(w->r, s->frame, len, cur);
+	if (!f) {
 		w->flags |= SAMPLE_READ_ERR;
 		w->frame = 0;
 		return 1;
 	}
-	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
-	w->frame = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_back));
-	if (l->owner_cstack != PY_NO_OWNER && s->frame[PW_OFF(l->frame_owner)] >= l->owner_cstack) {
+	code = pw_untag(l, PW_LOAD(__u64, f, PW_OFF(l->frame_code)));
+	w->frame = PW_LOAD(__u64, f, PW_OFF(l->frame_back));
+	if (l->owner_cstack != PY_NO_OWNER && f[PW_OFF(l->frame_owner)] >= l->owner_cstack) {
 		pw_keep_gen(w);
 		return 0;
 	}
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
 		if (w->p->async.frame_gen)
-			gen = PW_LOAD(__u64, s->frame, PW_OFF(w->p->async.frame_gen));
-	} else if (w->p->async.yf_kind &&
-		   s->frame[PW_OFF(l->frame_owner)] == PW_OWNED_BY_GENERATOR) {
+			gen = PW_LOAD(__u64, f, PW_OFF(w->p->async.frame_gen));
+	} else if (w->p->async.yf_kind && f[PW_OFF(l->frame_owner)] == PW_OWNED_BY_GENERATOR) {
 		gen = cur - w->p->async.gen_frame;
 	}
 	if (gen) {
@@ -330,8 +379,9 @@ static long pw_walk_step(__u32 i, void *ctx)
 	 * through the register copies clang makes around the base check */
 	PW_MASK(n, MAX_FRAMES - 1);
 	w->out[n].code = code;
-	w->out[n].instr = pw_instr(l, s->frame, code);
-	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s);
+	w->out[n].instr = pw_instr(l, f, code);
+	/* last: the read of a code object may replace the page f points into */
+	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s, 0);
 	w->n = n + 1;
 	return 0;
 }
@@ -383,14 +433,15 @@ static PW_INLINE __u64 pw_yf_target(struct pw_reader *r, const struct py_proc *p
 	const struct py_async_layout *a = &p->async;
 	__u64 type = 0, next = 0;
 
-	if (!yf || pw_read(r, &type, 8, yf + p->layout.object_type))
+	if (!yf || pw_read_direct(r, &type, 8, yf + p->layout.object_type))
 		return 0;
 	if (type == p->coro_type || type == p->gen_type)
 		return yf;
-	if (type == p->asend_type && p->asend_type && !pw_read(r, &next, 8, yf + a->asend_gen))
+	if (type == p->asend_type && p->asend_type &&
+	    !pw_read_direct(r, &next, 8, yf + a->asend_gen))
 		return next;
 	if (type == p->corowrapper_type && p->corowrapper_type &&
-	    !pw_read(r, &next, 8, yf + a->corowrapper_coro))
+	    !pw_read_direct(r, &next, 8, yf + a->corowrapper_coro))
 		return next;
 	*awaited = yf;
 	return 0;
@@ -411,11 +462,11 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 	case PY_YF_LASTI_BYTES:
 	case PY_YF_LASTI_UNITS:
 		lasti = PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti));
-		if (lasti < 0 || pw_read(r, &co_code, 8, code + l->code_code))
+		if (lasti < 0 || pw_read_direct(r, &co_code, 8, code + l->code_code))
 			return 0;
 		at = co_code + l->bytes_sval;
 		at += a->yf_kind == PY_YF_LASTI_BYTES ? (__u64)lasti + 2 : ((__u64)lasti + 1) * 2;
-		if (pw_read(r, op, 1, at) || op[0] != a->op_yield_from)
+		if (pw_read_direct(r, op, 1, at) || op[0] != a->op_yield_from)
 			return 0;
 		if (a->yf_kind == PY_YF_LASTI_BYTES) {
 			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
@@ -434,8 +485,8 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 		if (state != a->gen_suspended)
 			return 0;
 		at = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_lasti)) + 2;
-		if (pw_read(r, op, 2, at) || (op[0] != a->op_resume && op[0] != a->op_resume_alt) ||
-		    op[1] < 2)
+		if (pw_read_direct(r, op, 2, at) ||
+		    (op[0] != a->op_resume && op[0] != a->op_resume_alt) || op[1] < 2)
 			return 0;
 		/* fall through */
 	case PY_YF_STATE:
@@ -458,7 +509,7 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 	default:
 		return 0;
 	}
-	return pw_read(r, &tos, 8, at) ? 0 : pw_untag(l, tos);
+	return pw_read_direct(r, &tos, 8, at) ? 0 : pw_untag(l, tos);
 }
 
 static long pw_coro_step(__u32 i, void *ctx)
@@ -473,20 +524,21 @@ static long pw_coro_step(__u32 i, void *ctx)
 	__u32 n = w->n;
 
 	(void)i;
+	PW_FORGET(n, s->forget);
 	w->gen = 0;
 	if (!gen || n >= w->max || n >= PW_FRAMES_CAP)
 		return 1;
 	/* An executing generator (a task that runs right now) shows its own frame, as
 	 * CPython's pstree does, but what it awaits is not known: the chain ends there. */
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
-		if (pw_read(w->r, &frame, 8, gen + a->gen_frame) || !frame)
+		if (pw_read_direct(w->r, &frame, 8, gen + a->gen_frame) || !frame)
 			return 1; /* finished */
 	} else {
-		if (pw_read(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
+		if (pw_read_direct(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
 			return 1; /* finished */
 		frame = gen + a->gen_frame;
 	}
-	if (pw_read(w->r, s->frame, PW_READ_MAX, frame)) {
+	if (pw_read_direct(w->r, s->frame, PW_READ_MAX, frame)) {
 		w->flags |= SAMPLE_READ_ERR;
 		return 1;
 	}
@@ -503,7 +555,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, s->frame, code);
 	yf = state == executing ? 0 : pw_yield_from(w->r, p, frame, state, s);
-	w->out[n].fp = pw_code_fp_cached(w->r, p, code, s);
+	w->out[n].fp = pw_code_fp_cached(w->r, p, code, s, 1);
 	w->n = n + 1;
 	w->gen = pw_yf_target(w->r, p, yf, &w->awaited);
 	return w->gen ? 0 : 1;
@@ -563,25 +615,27 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 	int ascii;
 
 	*kind = NAME_NONE;
-	if (pw_read(r, &name, 8, task + p->async.task_name) || !name)
+	if (pw_read_direct(r, &name, 8, task + p->async.task_name) || !name)
 		return name;
 #ifdef PW_NAME_CACHE
 	if (serial && pw_name_cached(pid, task, serial, name, kind, buf))
 		return name;
 #endif
-	if (pw_read(r, &v, 8, name + y->object_type))
+	if (pw_read_direct(r, &v, 8, name + y->object_type))
 		return name;
 	if (v == p->long_type && p->long_type) {
 		/* ob_size or lv_tag, then the first digits: enough for any task counter */
-		if (!pw_read(r, buf, TASK_NAME_LEN, name + y->bytes_size))
+		if (!pw_read_direct(r, buf, TASK_NAME_LEN, name + y->bytes_size))
 			*kind = NAME_LONG;
 	} else if (v == p->str_type && p->str_type) {
 		v = 0;
-		ascii = !pw_read(r, &v, 4, name + y->unicode_state) &&
+		ascii = !pw_read_direct(r, &v, 4, name + y->unicode_state) &&
 			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
-		if (ascii && !pw_read(r, &v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
+		if (ascii && !pw_read_direct(r, &v, 8, name + y->unicode_length) &&
+		    v < TASK_NAME_LEN) {
 			__builtin_memset(buf, 0, TASK_NAME_LEN);
-			if (!pw_read(r, buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
+			if (!pw_read_direct(r, buf, v & (TASK_NAME_LEN - 1),
+					    name + y->unicode_ascii_size))
 				*kind = NAME_ASCII;
 		}
 	}
@@ -603,7 +657,7 @@ static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
 
 	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
 		return 0;
-	return !pw_read(r, &now, 8, addr + p->async.task_coro) && now == coro;
+	return !pw_read_direct(r, &now, 8, addr + p->async.task_coro) && now == coro;
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
@@ -744,7 +798,6 @@ static long pw_task_step(__u32 i, void *ctx)
 static PW_INLINE int pw_walk_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 				   struct py_sample *smp, struct pw_scratch *s)
 {
-	struct pw_running f = { .r = r, .p = p, .s = s, .pid = pid };
 	struct pw_tasks w = { .r = r, .p = p, .smp = smp, .s = s, .pid = pid };
 
 	smp->hdr.ntasks = 0;
@@ -752,15 +805,21 @@ static PW_INLINE int pw_walk_tasks(struct pw_reader *r, const struct py_proc *p,
 	smp->hdr.running_idx = RUNNING_NONE;
 	if (!p->async.yf_kind || !s->ngens)
 		return 0;
-	pw_find_running(&f);
-	if (!f.task)
-		return 0;
-	w.cur = f.task;
-	w.cur_coro = f.coro;
-	w.cur_serial = f.serial;
+	/* in a block of its own, so that its stack is reused by the task loop's: 6.1 allows
+	 * 512 bytes for the program and the loops' frames together */
+	{
+		struct pw_running f = { .r = r, .p = p, .s = s, .pid = pid };
+
+		pw_find_running(&f);
+		if (!f.task)
+			return 0;
+		w.cur = f.task;
+		w.cur_coro = f.coro;
+		w.cur_serial = f.serial;
+		smp->hdr.running_idx = f.idx;
+	}
 	w.used = smp->hdr.nframes;
 	PW_LOOP(MAX_TASKS, pw_task_step, &w);
-	smp->hdr.running_idx = f.idx;
 	smp->hdr.ntasks = w.n;
 	smp->hdr.ncoro = w.used - smp->hdr.nframes;
 	return 1;

@@ -810,7 +810,7 @@ static void test_code_cache(struct target *tg)
 	code = f->v[2];
 	vmwalk_target(tg->pid);
 	pw_scratch_reset(&s);
-	fp = pw_code_fp_cached(NULL, &tg->t.proc, code, &s);
+	fp = pw_code_fp_cached(NULL, &tg->t.proc, code, &s, 0);
 	CHECK(fp != FP_INVALID && fp == pw_code_fp(NULL, &tg->t.proc, code, &fresh),
 	      "%s: cached fingerprint %#x of %#llx, uncached %#x", tg->python, fp,
 	      (unsigned long long)code, pw_code_fp(NULL, &tg->t.proc, code, &fresh));
@@ -821,11 +821,11 @@ static void test_code_cache(struct target *tg)
 	if (k == PW_CODE_SLOTS)
 		return;
 	s.code_fp[k] = fp ^ 1;
-	CHECK(pw_code_fp_cached(NULL, &tg->t.proc, code, &s) == (fp ^ 1),
+	CHECK(pw_code_fp_cached(NULL, &tg->t.proc, code, &s, 0) == (fp ^ 1),
 	      "%s: second lookup of %#llx read the target again", tg->python,
 	      (unsigned long long)code);
 	pw_scratch_reset(&s);
-	CHECK(pw_code_fp_cached(NULL, &tg->t.proc, code, &s) == fp,
+	CHECK(pw_code_fp_cached(NULL, &tg->t.proc, code, &s, 0) == fp,
 	      "%s: a reset walk still used the last walk's fingerprint", tg->python);
 }
 

@@ -93,13 +93,34 @@ static void keep_verifier_log(const char *msg)
 	}
 }
 
+/* ASYNCBPF_VERIFIER_STATS=1: the kernel's statistics of each program it accepts (log
+ * level 4), one line each, for measuring what start-up spends in the verifier. */
+static bool verifier_stats;
+
+static void print_verifier_stats(const char *msg)
+{
+	const char *prog = strstr(msg, "prog '"), *t = strstr(msg, "verification time "),
+		   *n = strstr(msg, "processed "), *d = strstr(msg, "stack depth ");
+	int plen = 0;
+
+	if (prog) {
+		prog += strlen("prog '");
+		plen = (int)strcspn(prog, "'");
+	}
+	fprintf(stderr, "asyncbpf: verifier: %.*s: %.*s, %.*s%s%.*s\n", plen, prog ? prog : "",
+		t ? (int)strcspn(t, "\n") : 0, t ? t : "", (int)strcspn(n, "\n"), n, d ? ", " : "",
+		d ? (int)strcspn(d, "\n") : 0, d ? d : "");
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char *msg;
 
 	if (vasprintf(&msg, fmt, ap) < 0)
 		return 0;
-	if (strstr(msg, VERIFIER_MARK))
+	if (strstr(msg, VERIFIER_MARK) && verifier_stats && strstr(msg, "processed "))
+		print_verifier_stats(msg);
+	else if (strstr(msg, VERIFIER_MARK))
 		keep_verifier_log(msg);
 	else if (log_verbose && level != LIBBPF_DEBUG)
 		fputs(msg, stderr);
@@ -306,6 +327,9 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 		return SAMPLER_EOTHER;
 	}
 	s->stats_fd = -1;
+	verifier_stats = getenv("ASYNCBPF_VERIFIER_STATS") != NULL;
+	if (verifier_stats)
+		open_opts.kernel_log_level = 4;
 	s->cb = o->cb;
 	s->ctx = o->ctx;
 	if (getenv("ASYNCBPF_BTF"))

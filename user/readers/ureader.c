@@ -59,6 +59,7 @@ struct ureader {
 	uint64_t period_ns;
 	struct ureader_stats st;
 	struct pw_scratch pw;	/* vmreadv walk scratch */
+	struct pw_reader rd;	/* and its page cache */
 	uint64_t head, tail;	/* vmreadv ring positions */
 	struct py_sample *ring; /* MC_SLOTS records */
 };
@@ -446,11 +447,12 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 	}
 	vmwalk_target(t->pid);
 	vmwalk_taskmaps(t->maps);
+	pw_pages_reset(&u->rd.pages);
 	if (th->thread_id && t->tid_off_ok) {
-		if (!ts || !pw_tstate_owned_by(NULL, p, ts, th->thread_id))
-			ts = pw_find_tstate(NULL, p, th->thread_id, 0);
+		if (!ts || !pw_tstate_owned_by(&u->rd, p, ts, th->thread_id))
+			ts = pw_find_tstate(&u->rd, p, th->thread_id, 0);
 	} else if (native) {
-		ts = pw_find_tstate(NULL, p, 0, native); /* no thread pointer known: 3.11+ only */
+		ts = pw_find_tstate(&u->rd, p, 0, native); /* no thread pointer known: 3.11+ only */
 	} else {
 		ts = 0;
 	}
@@ -459,12 +461,14 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 		return;
 	}
 	th->ts = ts;
-	if (!pw_walk_thread(NULL, p, ts, s, &u->pw) && ts && !(s->hdr.flags & SAMPLE_READ_ERR))
+	if (!pw_walk_thread(&u->rd, p, ts, s, &u->pw) && ts && !(s->hdr.flags & SAMPLE_READ_ERR))
 		th->ts = 0;
-	pw_walk_tasks(NULL, p, t->pid, s, &u->pw);
+	pw_walk_tasks(&u->rd, p, t->pid, s, &u->pw);
 	dt = now_ns() - t0;
 	u->st.read_ns += dt;
 	u->st.read_cnt++;
+	u->st.mem_reads += u->rd.pages.reads;
+	u->st.mem_bytes += u->rd.pages.bytes;
 	u->st.cost_hist[cost_bucket(dt)]++;
 	s->hdr.time_ns = t0;
 	s->hdr.pid = t->pid;

@@ -44,14 +44,31 @@ static inline __attribute__((unused)) const struct task_link *pw_task_link(__u32
 										 : NULL;
 }
 
-struct pw_reader;
+/* Each read is a system call, whatever its size: a page is read whole at once. */
+#define PW_PAGES_RAW(dst, len, addr) (mem_read(vmwalk_pid, addr, dst, len) ? -1 : 0)
+#define PW_PAGES_COPY(dst, len, src) (memcpy(dst, src, len), 0)
+#include "pwpages.h"
 
-/* the process set with vmwalk_target(): no reader handle (NULL) */
+/* The process set with vmwalk_target(); a walk through a reader handle reads its pages
+ * through the handle's cache (pw_pages_reset it before each walk), NULL reads directly. */
+struct pw_reader {
+	struct pw_pages pages;
+};
+
 static inline __attribute__((unused)) int pw_read(struct pw_reader *r, void *dst, __u32 len,
 						  __u64 addr)
 {
-	(void)r;
+	if (r)
+		return pw_pages_read(&r->pages, dst, len, addr);
 	return mem_read(vmwalk_pid, addr, dst, len) ? -1 : 0;
+}
+
+static inline __attribute__((unused)) const __u8 *pw_view(struct pw_reader *r, __u8 *buf, __u32 len,
+							  __u64 addr)
+{
+	if (r)
+		return pw_pages_view(&r->pages, buf, len, addr);
+	return mem_read(vmwalk_pid, addr, buf, len) ? NULL : buf;
 }
 
 #include "pywalk.h"

@@ -112,6 +112,10 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 			(unsigned long long)st.read_cnt);
 	if (st.read_cnt)
 		print_cost(f, st.cost_hist);
+	if (st.read_cnt && a->o.reader == READER_VMREADV)
+		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
+			(double)st.mem_reads / (double)st.read_cnt,
+			(double)st.mem_bytes / (double)st.read_cnt);
 	if (a->o.reader == READER_MEMCPY)
 		fprintf(f, "faults caught: %llu\nhandler runs unattached: %llu\n",
 			(unsigned long long)st.faults, (unsigned long long)st.idle);
@@ -162,6 +166,9 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		fprintf(f, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
 		print_cost(f, st.cost_hist);
+		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
+			(double)st.stat[STAT_READS] / (double)st.stat[STAT_PYTHON],
+			(double)st.stat[STAT_READ_BYTES] / (double)st.stat[STAT_PYTHON]);
 	}
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);

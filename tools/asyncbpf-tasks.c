@@ -62,7 +62,7 @@ static int get_link(void *ctx, uint64_t child, uint64_t *serial, struct task_lin
 static int watch(const struct py_target *t, double seconds, struct sampler **out, char *why,
 		 size_t len)
 {
-	struct sampler_opts so = { .cb = on_sample };
+	struct sampler_opts so = { .cb = on_sample, .no_cpu_samples = true };
 	struct timespec ts;
 	int ret;
 

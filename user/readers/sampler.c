@@ -66,6 +66,7 @@ struct sampler {
 	int stats_fd;
 	sampler_cb cb;
 	void *ctx;
+	bool no_cpu_samples, no_task_init;
 	uint64_t bad_records;
 	unsigned int freq;
 };
@@ -110,6 +111,11 @@ static void print_verifier_stats(const char *msg)
 	fprintf(stderr, "asyncbpf: verifier: %.*s: %.*s, %.*s%s%.*s\n", plen, prog ? prog : "",
 		t ? (int)strcspn(t, "\n") : 0, t ? t : "", (int)strcspn(n, "\n"), n, d ? ", " : "",
 		d ? (int)strcspn(d, "\n") : 0, d ? d : "");
+}
+
+int sampler_kernel_log_level(void)
+{
+	return verifier_stats ? 4 : 0;
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -353,6 +359,12 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 		rc = SAMPLER_ELOAD;
 		goto fail;
 	}
+	if (o->no_cpu_samples)
+		bpf_program__set_autoload(s->o.progs.sample_cpu, false);
+	if (o->no_task_init)
+		bpf_program__set_autoload(s->o.progs.task_init, false);
+	s->no_cpu_samples = o->no_cpu_samples;
+	s->no_task_init = o->no_task_init;
 	if (o->verbose)
 		fprintf(stderr, "asyncbpf: CPU sampler: %s\n", s->variant);
 	if (getenv("ASYNCBPF_TEST_REJECT_BPF"))
@@ -390,6 +402,10 @@ fail:
 
 enum sampler_err sampler_start(struct sampler *s, char *err, size_t errlen)
 {
+	if (s->no_cpu_samples) {
+		snprintf(err, errlen, "the CPU sampler was opened without its perf-event program");
+		return SAMPLER_EOTHER;
+	}
 	return attach_cpus(s, s->freq, err, errlen);
 }
 
@@ -432,6 +448,8 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 
 	if (!p)
 		return -ENOMEM;
+	if (s->no_task_init)
+		return -ENOTSUP;
 	s->probes = p;
 	link = bpf_program__attach_uprobe(s->o.progs.task_init, false, pid, path, offset);
 	if (!link)

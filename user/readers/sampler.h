@@ -18,6 +18,9 @@ struct sampler_opts {
 	unsigned int freq; /* Hz */
 	bool run_stats;	   /* enable the kernel's bpf_stats for run time per sample */
 	bool verbose;	   /* libbpf and verifier messages on stderr */
+	/* programs not loaded, each the verifier's work at start-up: the perf-event sampler
+	 * (wall mode, the task-creation watch) and the task-creation probe (--no-origins) */
+	bool no_cpu_samples, no_task_init;
 	sampler_cb cb;
 	void *ctx;
 };
@@ -48,6 +51,9 @@ void sampler_close(struct sampler *s);
 /* After a failed BPF load: prints the verifier log's last lines with -v, and returns what
  * to append to the error ("" when the kernel gave no verifier log). */
 const char *sampler_verifier_hint(void);
+/* The verifier log level for the BPF objects that share the sampler's maps (4, its
+ * statistics, with ASYNCBPF_VERIFIER_STATS=1). */
+int sampler_kernel_log_level(void);
 /* Which BPF programs run the walker's loops: "bpf_loop", or the bounded-loop variant. */
 const char *sampler_variant(const struct sampler *s);
 

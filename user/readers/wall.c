@@ -117,6 +117,7 @@ static int check_kernel(char *err, size_t errlen)
 struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx, char *err,
 		       size_t errlen)
 {
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts);
 	struct wall *w;
 	int ret;
 
@@ -130,7 +131,8 @@ struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx,
 	w->stats_fd = -1;
 	w->cb = cb;
 	w->ctx = ctx;
-	w->skel = wall_bpf__open();
+	open_opts.kernel_log_level = sampler_kernel_log_level();
+	w->skel = wall_bpf__open_opts(&open_opts);
 	if (!w->skel) {
 		snprintf(err, errlen, "cannot open the wall-clock BPF object: %s", strerror(errno));
 		goto fail;

@@ -122,6 +122,8 @@ static int open_reader(struct recorder *a)
 		struct sampler_opts so = { .freq = a->o.freq,
 					   .run_stats = a->o.run_stats,
 					   .verbose = a->o.verbose,
+					   .no_cpu_samples = a->o.wall,
+					   .no_task_init = !a->o.origins,
 					   .cb = on_sample,
 					   .ctx = a };
 

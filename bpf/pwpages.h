@@ -8,8 +8,9 @@
  * defines, before including this file,
  *   PW_PAGES_RAW(dst, len, addr)   a read of the walked memory, 0 on success
  *   PW_PAGES_COPY(dst, len, src)   a copy out of the cache, 0 on success
- * and pywalk.h's pw_read and pw_view on pw_pages_read and pw_pages_view of a struct
- * pw_pages its reader handle holds. */
+ * and pywalk.h's pw_view on pw_pages_view (and pw_read on pw_pages_read, or on
+ * pw_pages_raw to count reads that bypass the cache) of a struct pw_pages its reader
+ * handle holds. */
 #ifndef ASYNCBPF_PWPAGES_H
 #define ASYNCBPF_PWPAGES_H
 
@@ -40,12 +41,17 @@
 #define PW_PAGES 7
 #endif
 
+#define PW_PAGES_VIEW_MAX 256 /* bytes of a view at most */
+
 struct pw_pages {
 	__u64 addr[PW_PAGES]; /* page address (bit 0: unreadable, bit 1: read once), 0: empty */
 	__u32 reads;	      /* reads of user memory this walk, and their bytes */
 	__u32 bytes;
 	__u8 data[PW_PAGES][PW_PAGE_SIZE];
 	__u8 slack[256];
+	/* a view's bytes when they cannot be in data: in the same map value, so that the
+	 * verifier sees one kind of pointer (a second would double its states) */
+	__u8 buf[PW_PAGES_VIEW_MAX];
 };
 
 static __always_inline void pw_pages_reset(struct pw_pages *c)
@@ -110,7 +116,6 @@ static __always_inline int pw_pages_read(struct pw_pages *c, void *dst, __u32 le
 /* pywalk.h's pw_view: a pointer into the cached page (the slack past the last page keeps
  * a masked load inside), or buf (PW_PAGES_VIEW_MAX bytes at most) filled by a direct
  * read. */
-#define PW_PAGES_VIEW_MAX 256
 #define PW_VIEW
 static __always_inline const __u8 *pw_pages_view(struct pw_pages *c, __u8 *buf, __u32 len,
 						 __u64 addr)
@@ -122,8 +127,9 @@ static __always_inline const __u8 *pw_pages_view(struct pw_pages *c, __u8 *buf, 
 		return &c->data[0][at];
 	/* bounded again in the register the read takes: 6.1's verifier loses the bound of
 	 * a copy clang keeps on the stack */
+	(void)buf;
 	PW_PAGES_CLAMP(len, PW_PAGES_VIEW_MAX - 1);
-	return pw_pages_raw(c, buf, len, addr) ? NULL : buf;
+	return pw_pages_raw(c, c->buf, len, addr) ? NULL : c->buf;
 }
 
 #endif

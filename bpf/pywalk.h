@@ -524,7 +524,6 @@ static long pw_coro_step(__u32 i, void *ctx)
 	__u32 n = w->n;
 
 	(void)i;
-	PW_FORGET(n, s->forget);
 	w->gen = 0;
 	if (!gen || n >= w->max || n >= PW_FRAMES_CAP)
 		return 1;

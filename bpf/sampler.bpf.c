@@ -19,22 +19,16 @@ struct pw_reader {
 	struct pw_pages pages;
 };
 
+/* Only frames and code objects are read through the cache (pw_view): cached reads at
+ * every read site take 7.2's verifier past its million instructions. */
 static __always_inline int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
 {
-	return pw_pages_read(&r->pages, dst, len, addr);
+	return pw_pages_raw(&r->pages, dst, len, addr);
 }
 
 static __always_inline const __u8 *pw_view(struct pw_reader *r, __u8 *buf, __u32 len, __u64 addr)
 {
 	return pw_pages_view(&r->pages, buf, len, addr);
-}
-
-/* suspended coroutines and tasks: around the cache, which adds to the 512 bytes of stack
- * the program and its loops' frames share on 6.1 */
-#define PW_READ_DIRECT
-static __always_inline int pw_read_direct(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
-{
-	return pw_pages_raw(&r->pages, dst, len, addr);
 }
 
 /* the asyncio lookups of pywalk.h, on the maps below */
@@ -60,8 +54,11 @@ struct scratch {
 	struct pw_scratch pw;
 	struct py_proc proc; /* the walked process's, copied: see pwbounded.h */
 	struct pw_loops loops;
-	__u64 serials;	/* tasks numbered on this CPU (task_init) */
-	bool looked_up; /* walk_thread's, off the stack the loops' frames share on 6.1 */
+	__u64 serials; /* tasks numbered on this CPU (task_init) */
+	/* off the stack, which this program and its loops' frames share (512 bytes on 6.1
+	 * and 5.10, with none to spare): walk_thread's result and the sample's start */
+	bool looked_up;
+	__u64 t0;
 };
 
 /* [0] for samples, [1] for task creation (a uprobe may run under a sample on the CPU) */
@@ -253,7 +250,7 @@ SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 pid = id >> 32, slot = SCRATCH_SAMPLE, flags;
+	__u32 pid = id >> 32, slot = SCRATCH_SAMPLE;
 	__u64 size, wake, t0;
 	struct py_proc *proc;
 	const struct py_proc *p;
@@ -274,15 +271,17 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	rd = reader_of(slot);
 	if (!sc || !rd)
 		return 0;
+	sc->t0 = t0;
 	sc->proc = *proc;
 	p = &sc->proc;
 	walk_thread(rd, p, id, sc);
-	flags = sc->s.hdr.flags;
-	if (flags & SAMPLE_NO_TSTATE)
+	/* from the scratch, not a local: the bounded loops' frames and this program's share
+	 * 512 bytes of stack on 6.1 and 5.10, with none to spare */
+	if (sc->s.hdr.flags & SAMPLE_NO_TSTATE)
 		stat_inc(STAT_NO_TSTATE);
-	if (flags & SAMPLE_TRUNCATED)
+	if (sc->s.hdr.flags & SAMPLE_TRUNCATED)
 		stat_inc(STAT_TRUNCATED);
-	if (flags & SAMPLE_READ_ERR)
+	if (sc->s.hdr.flags & SAMPLE_READ_ERR)
 		stat_inc(STAT_READ_ERR);
 
 	sc->s.hdr.time_ns = bpf_ktime_get_ns();
@@ -302,7 +301,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 									     : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, &sc->s, size, wake))
 		stat_inc(STAT_LOST);
-	t0 = bpf_ktime_get_ns() - t0;
+	t0 = bpf_ktime_get_ns() - sc->t0;
 	stat_add(STAT_PY_NS, t0);
 	stat_add(STAT_READS, rd->pages.reads);
 	stat_add(STAT_READ_BYTES, rd->pages.bytes);

@@ -72,7 +72,7 @@ static __always_inline int pw_pages_raw(struct pw_pages *c, void *dst, __u32 len
 }
 
 /* Where addr's len bytes lie in c->data (filled from its page if need be), as an offset
- * from c->data[0]; PW_PAGES_NONE if not there: across a page boundary or unreadable.
+ * from c->data; PW_PAGES_NONE if not there: across a page boundary or unreadable.
  * Direct-mapped (no search loop: each slot compared would be a path of its own for the
  * verifier). */
 #define PW_PAGES_NONE (PW_PAGES * PW_PAGE_SIZE)
@@ -110,7 +110,7 @@ static __always_inline int pw_pages_read(struct pw_pages *c, void *dst, __u32 le
 	__asm__ __volatile__("" : "+r"(at));
 	if (at >= PW_PAGES_NONE)
 		return pw_pages_raw(c, dst, len, addr);
-	return PW_PAGES_COPY(dst, len, &c->data[0][at]);
+	return PW_PAGES_COPY(dst, len, (__u8 *)c->data + at);
 }
 
 /* pywalk.h's pw_view: a pointer into the cached page (the slack past the last page keeps
@@ -124,7 +124,7 @@ static __always_inline const __u8 *pw_pages_view(struct pw_pages *c, __u8 *buf, 
 
 	__asm__ __volatile__("" : "+r"(at));
 	if (at < PW_PAGES_NONE)
-		return &c->data[0][at];
+		return (__u8 *)c->data + at;
 	/* bounded again in the register the read takes: 6.1's verifier loses the bound of
 	 * a copy clang keeps on the stack */
 	(void)buf;

@@ -157,10 +157,22 @@ static const char *cname(const struct config *c, char *buf, size_t len)
 	return buf;
 }
 
+/* "reads (bytes)" per sample, median over the runs; "-" where the reader does not count
+ * them (memcpy: its walk runs in the target) */
+static const char *reads_text(const struct config *c, char *buf, size_t len)
+{
+	struct bench_summary r = SUMMARY(c, reads), b = SUMMARY(c, read_bytes);
+
+	if (!r.n || isnan(r.med))
+		return "-";
+	snprintf(buf, len, "%.1f (%.0f)", r.med, b.med);
+	return buf;
+}
+
 static void write_outputs(const struct opts *o, struct config *cfg,
 			  double (*depth_cost)[MAX_DEPTHS], const int *depths, int ndepths)
 {
-	char path[PATH_MAX], name[64];
+	char path[PATH_MAX], name[64], rtext[48];
 	struct bench_summary bw = SUMMARY(&cfg[0], wall), bc = SUMMARY(&cfg[0], cpu);
 	FILE *md, *csv;
 
@@ -173,13 +185,14 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	fprintf(csv, "config,reader,freq,runs,wall_med,wall_min,wall_max,slowdown_wall,cpu_med,"
 		     "slowdown_cpu,cost_ns_med,cost_ns_min,cost_ns_max,target_cpu_ns_per_sample,"
 		     "profiler_cpu_s,taken,"
-		     "recorded,lost,overlap_bpf,overlap_self\n");
+		     "recorded,lost,overlap_bpf,overlap_self,reads_per_sample,bytes_per_sample\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
-		    "cost/sample µs, median (min-max) | mean | target CPU µs per sample | "
+		    "cost/sample µs, median (min-max) | mean | reads/sample (bytes) | "
+		    "target CPU µs per sample | "
 		    "profiler CPU s | "
 		    "samples taken | recorded | lost | "
 		    "overlap with bpf (stacks / leaves) | overlap self (stacks) |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < NCONFIGS; i++) {
 		struct config *c = &cfg[i];
 		struct bench_summary w = SUMMARY(c, wall), cp = SUMMARY(c, cpu),
@@ -198,23 +211,26 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) | %.3f | %.3f | %.3f |", name, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med);
 		if (c->reader < 0)
-			fprintf(md, " - | - | - | - | - | - | - | - | - |\n");
+			fprintf(md, " - | - | - | - | - | - | - | - | - | - |\n");
 		else
 			fprintf(md,
-				" %.1f (%.1f-%.1f) | %.1f | %.1f | %.3f | %.0f | %.0f | %.0f | "
+				" %.1f (%.1f-%.1f) | %.1f | %s | %.1f | %.3f | %.0f | %.0f | %.0f "
+				"| "
 				"%s%.3f / "
 				"%.3f | %.3f |\n",
 				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, mean.med / 1e3,
-				tcpu, pc.med, SUMMARY(c, taken).mean, SUMMARY(c, recorded).mean,
+				reads_text(c, rtext, sizeof(rtext)), tcpu, pc.med,
+				SUMMARY(c, taken).mean, SUMMARY(c, recorded).mean,
 				SUMMARY(c, lost).mean, b ? "" : "(is bpf) ", b ? ov : 1.0,
 				b ? ovl : 1.0, self);
 		fprintf(csv,
 			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
-			"%.0f,%.0f,%.4f,%.4f\n",
+			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f\n",
 			name, c->reader < 0 ? "none" : readers[c->reader], c->freq, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min,
 			cost.max, tcpu * 1e3, pc.med, SUMMARY(c, taken).mean,
-			SUMMARY(c, recorded).mean, SUMMARY(c, lost).mean, ov, self);
+			SUMMARY(c, recorded).mean, SUMMARY(c, lost).mean, ov, self,
+			SUMMARY(c, reads).med, SUMMARY(c, read_bytes).med);
 	}
 	fprintf(md,
 		"\nPairwise overlap of the readers' profiles (all runs at a rate together):\n\n");

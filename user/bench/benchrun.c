@@ -170,6 +170,15 @@ static void parse_stats(const char *text, const char *reader, struct bench_resul
 	res->recorded = stat_of(text, "recorded samples");
 	res->lost = stat_of(text, "lost");
 	res->cost_ns = stat_of(text, "median read time per sample");
+	res->reads = stat_of(text, "reads per python sample");
+	res->read_bytes = NAN;
+	if (!isnan(res->reads)) {
+		const char *b = strstr(text, "reads per python sample:");
+
+		b = b ? strchr(b, '(') : NULL;
+		if (b)
+			res->read_bytes = atof(b + 1);
+	}
 	res->mean_ns = stat_of(text, bpf			 ? "walk time per python sample"
 				     : !strcmp(reader, "memcpy") ? "handler time per sample"
 								 : "walk time per sample");
@@ -204,9 +213,13 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 {
 	char req[16], wk[16], dp[16], fq[16], pidarg[16], line[512];
 	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
-	struct bench_result res = {
-		.wall = NAN, .cpu = NAN, .prof_cpu = NAN, .cost_ns = NAN, .mean_ns = NAN
-	};
+	struct bench_result res = { .wall = NAN,
+				    .cpu = NAN,
+				    .prof_cpu = NAN,
+				    .cost_ns = NAN,
+				    .mean_ns = NAN,
+				    .reads = NAN,
+				    .read_bytes = NAN };
 	int in[2], out[2], st, efd = -1;
 	pid_t target, recpid = 0;
 

@@ -24,10 +24,11 @@ struct bench_recorder {
 };
 
 struct bench_result {
-	double wall, cpu; /* the workload's wall and CPU seconds for the work */
-	double prof_cpu;  /* the recorder's CPU seconds */
-	double cost_ns;	  /* read cost per sample: the median of the run's samples */
-	double mean_ns;	  /* and their mean */
+	double wall, cpu;	  /* the workload's wall and CPU seconds for the work */
+	double prof_cpu;	  /* the recorder's CPU seconds */
+	double cost_ns;		  /* read cost per sample: the median of the run's samples */
+	double mean_ns;		  /* and their mean */
+	double reads, read_bytes; /* reads of the target's memory per sample (bpf, vmreadv) */
 	double taken, recorded, lost;
 	int ok; /* the work finished with the expected result, the recorder exited 0 */
 };

@@ -114,8 +114,8 @@ static __always_inline int pw_pages_read(struct pw_pages *c, void *dst, __u32 le
 }
 
 /* pywalk.h's pw_view: a pointer into the cached page (the slack past the last page keeps
- * a masked load inside), or buf (PW_PAGES_VIEW_MAX bytes at most) filled by a direct
- * read. */
+ * a masked load inside), or c->buf (PW_PAGES_VIEW_MAX bytes at most) filled by a direct
+ * read; the caller's buf is not used. */
 #define PW_VIEW
 static __always_inline const __u8 *pw_pages_view(struct pw_pages *c, __u8 *buf, __u32 len,
 						 __u64 addr)

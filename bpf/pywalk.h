@@ -4,10 +4,7 @@
  * including this file:
  *   static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr);   0 on success
  * where r is whatever the walk's caller passed in (opaque here, carried through every
- * function and loop state): wall.bpf.c's thread to read, NULL for readers needing none;
- * and it may define PW_READ_DIRECT and pw_read_direct (the same) for the reads of
- * suspended coroutines and tasks, lone objects that a page cache behind pw_read would
- * not serve twice.
+ * function and loop state): wall.bpf.c's thread to read, NULL for readers needing none.
  * and the asyncio lookups the task walk needs (BPF maps, or user/asyncio/taskmaps.h tables):
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
@@ -76,10 +73,6 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 #endif
 
 #define PW_READ_MAX 128 /* bytes read per frame and per code object */
-
-#ifndef PW_READ_DIRECT
-#define pw_read_direct pw_read
-#endif
 
 /* pw_view(r, buf, len, addr): len bytes of addr (len <= PW_READ_MAX), where a masked
  * offset (PW_OFF) plus a load stays inside: in buf (2 * PW_READ_MAX bytes) or wherever the
@@ -253,7 +246,8 @@ static PW_INLINE __u32 pw_code_fp(struct pw_reader *r, const struct py_proc *p, 
 /* pw_code_fp read once per code object and walk: recursion, wrappers and the same
  * coroutine in many tasks cost one read each. A walk lasts microseconds; a code object
  * freed and another allocated at its address within one is not worth a read per frame.
- * direct: read with pw_read_direct (a suspended coroutine's). */
+ * direct: copied with pw_read, not viewed (a suspended coroutine's: its loop has no stack
+ * to spare for the view). */
 static PW_INLINE __u32 pw_code_fp_cached(struct pw_reader *r, const struct py_proc *p, __u64 code,
 					 struct pw_scratch *s, int direct)
 {
@@ -263,7 +257,7 @@ static PW_INLINE __u32 pw_code_fp_cached(struct pw_reader *r, const struct py_pr
 		return s->code_fp[k];
 	if (!direct)
 		fp = pw_code_fp(r, p, code, s);
-	else if (pw_read_direct(r, s->code, PW_READ_MAX, code + p->layout.object_type))
+	else if (pw_read(r, s->code, PW_READ_MAX, code + p->layout.object_type))
 		fp = FP_INVALID;
 	else
 		fp = pw_code_fp_of(p, s->code);
@@ -433,15 +427,14 @@ static PW_INLINE __u64 pw_yf_target(struct pw_reader *r, const struct py_proc *p
 	const struct py_async_layout *a = &p->async;
 	__u64 type = 0, next = 0;
 
-	if (!yf || pw_read_direct(r, &type, 8, yf + p->layout.object_type))
+	if (!yf || pw_read(r, &type, 8, yf + p->layout.object_type))
 		return 0;
 	if (type == p->coro_type || type == p->gen_type)
 		return yf;
-	if (type == p->asend_type && p->asend_type &&
-	    !pw_read_direct(r, &next, 8, yf + a->asend_gen))
+	if (type == p->asend_type && p->asend_type && !pw_read(r, &next, 8, yf + a->asend_gen))
 		return next;
 	if (type == p->corowrapper_type && p->corowrapper_type &&
-	    !pw_read_direct(r, &next, 8, yf + a->corowrapper_coro))
+	    !pw_read(r, &next, 8, yf + a->corowrapper_coro))
 		return next;
 	*awaited = yf;
 	return 0;
@@ -462,11 +455,11 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 	case PY_YF_LASTI_BYTES:
 	case PY_YF_LASTI_UNITS:
 		lasti = PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti));
-		if (lasti < 0 || pw_read_direct(r, &co_code, 8, code + l->code_code))
+		if (lasti < 0 || pw_read(r, &co_code, 8, code + l->code_code))
 			return 0;
 		at = co_code + l->bytes_sval;
 		at += a->yf_kind == PY_YF_LASTI_BYTES ? (__u64)lasti + 2 : ((__u64)lasti + 1) * 2;
-		if (pw_read_direct(r, op, 1, at) || op[0] != a->op_yield_from)
+		if (pw_read(r, op, 1, at) || op[0] != a->op_yield_from)
 			return 0;
 		if (a->yf_kind == PY_YF_LASTI_BYTES) {
 			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
@@ -485,8 +478,8 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 		if (state != a->gen_suspended)
 			return 0;
 		at = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_lasti)) + 2;
-		if (pw_read_direct(r, op, 2, at) ||
-		    (op[0] != a->op_resume && op[0] != a->op_resume_alt) || op[1] < 2)
+		if (pw_read(r, op, 2, at) || (op[0] != a->op_resume && op[0] != a->op_resume_alt) ||
+		    op[1] < 2)
 			return 0;
 		/* fall through */
 	case PY_YF_STATE:
@@ -509,7 +502,7 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 	default:
 		return 0;
 	}
-	return pw_read_direct(r, &tos, 8, at) ? 0 : pw_untag(l, tos);
+	return pw_read(r, &tos, 8, at) ? 0 : pw_untag(l, tos);
 }
 
 static long pw_coro_step(__u32 i, void *ctx)
@@ -530,14 +523,14 @@ static long pw_coro_step(__u32 i, void *ctx)
 	/* An executing generator (a task that runs right now) shows its own frame, as
 	 * CPython's pstree does, but what it awaits is not known: the chain ends there. */
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
-		if (pw_read_direct(w->r, &frame, 8, gen + a->gen_frame) || !frame)
+		if (pw_read(w->r, &frame, 8, gen + a->gen_frame) || !frame)
 			return 1; /* finished */
 	} else {
-		if (pw_read_direct(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
+		if (pw_read(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
 			return 1; /* finished */
 		frame = gen + a->gen_frame;
 	}
-	if (pw_read_direct(w->r, s->frame, PW_READ_MAX, frame)) {
+	if (pw_read(w->r, s->frame, PW_READ_MAX, frame)) {
 		w->flags |= SAMPLE_READ_ERR;
 		return 1;
 	}
@@ -614,27 +607,25 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 	int ascii;
 
 	*kind = NAME_NONE;
-	if (pw_read_direct(r, &name, 8, task + p->async.task_name) || !name)
+	if (pw_read(r, &name, 8, task + p->async.task_name) || !name)
 		return name;
 #ifdef PW_NAME_CACHE
 	if (serial && pw_name_cached(pid, task, serial, name, kind, buf))
 		return name;
 #endif
-	if (pw_read_direct(r, &v, 8, name + y->object_type))
+	if (pw_read(r, &v, 8, name + y->object_type))
 		return name;
 	if (v == p->long_type && p->long_type) {
 		/* ob_size or lv_tag, then the first digits: enough for any task counter */
-		if (!pw_read_direct(r, buf, TASK_NAME_LEN, name + y->bytes_size))
+		if (!pw_read(r, buf, TASK_NAME_LEN, name + y->bytes_size))
 			*kind = NAME_LONG;
 	} else if (v == p->str_type && p->str_type) {
 		v = 0;
-		ascii = !pw_read_direct(r, &v, 4, name + y->unicode_state) &&
+		ascii = !pw_read(r, &v, 4, name + y->unicode_state) &&
 			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
-		if (ascii && !pw_read_direct(r, &v, 8, name + y->unicode_length) &&
-		    v < TASK_NAME_LEN) {
+		if (ascii && !pw_read(r, &v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
 			__builtin_memset(buf, 0, TASK_NAME_LEN);
-			if (!pw_read_direct(r, buf, v & (TASK_NAME_LEN - 1),
-					    name + y->unicode_ascii_size))
+			if (!pw_read(r, buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
 				*kind = NAME_ASCII;
 		}
 	}
@@ -656,7 +647,7 @@ static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
 
 	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
 		return 0;
-	return !pw_read_direct(r, &now, 8, addr + p->async.task_coro) && now == coro;
+	return !pw_read(r, &now, 8, addr + p->async.task_coro) && now == coro;
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */

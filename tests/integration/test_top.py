@@ -87,12 +87,19 @@ class Tmux:
         return "\n".join(self.screen())
 
     def wait(self, pred, timeout, what, history=False):
-        """Polls the screen until pred(lines) is true: (lines, seconds waited)."""
+        """Polls the screen until pred(lines) is true on the same screen captured twice in
+        a row: (lines, seconds waited until its first capture). tmux may be captured while
+        it is still taking in a frame (a new header over the last frame's rows, lines in
+        the middle of a move); a screen unchanged between two captures is a drawn frame."""
         t0 = time.monotonic()
+        seen, seen_at = None, None
         while True:
             lines = self.screen(history)
-            if pred(lines):
-                return lines, time.monotonic() - t0
+            now = time.monotonic()
+            if lines == seen and pred(lines):
+                return lines, seen_at - t0
+            if lines != seen:
+                seen, seen_at = lines, now
             if time.monotonic() - t0 > timeout:
                 raise AssertionError("%s: not within %ss; screen:\n%s" % (what, timeout,
                                                                         "\n".join(lines)))

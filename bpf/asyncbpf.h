@@ -26,7 +26,7 @@ struct py_proc {
 
 /* One Python frame. fp guards the symbol cache against code-object address reuse. */
 struct frame_rec {
-	__u64 code;  /* PyCodeObject address */
+	__u64 code;  /* PyCodeObject address, FRAME_ENTRY in bit 0 */
 	__u32 fp;    /* fingerprint, see pw_code_fingerprint() */
 	__s32 instr; /* byte offset of the current instruction in the bytecode, -1 unknown */
 };
@@ -36,7 +36,41 @@ enum sample_flags {
 	SAMPLE_NO_TSTATE = 1 << 1, /* thread has no Python thread state */
 	SAMPLE_READ_ERR = 1 << 2,  /* walk ended on a failed or inconsistent read */
 	SAMPLE_SUSPENDED = 1 << 3, /* a suspended task's stacked stack, no thread frames */
+	SAMPLE_NATIVE = 1 << 4,	   /* a struct native_hdr and its stack copy follow the frames */
 };
+
+/* --native: the interrupted user registers and a copy of the user stack from rsp up,
+ * unwound in userspace. Registers in DWARF order (x86-64: rax rdx rcx rbx rsi rdi rbp rsp
+ * r8-r15 rip). */
+#define NATIVE_REGS	   17
+#define NATIVE_STACK_PAGES 8 /* most copied: 32 KiB reach the eval loop from BLAS */
+#define NATIVE_STACK_MAX   (NATIVE_STACK_PAGES * 4096)
+
+enum native_flags {
+	NATIVE_NO_REGS = 1 << 0,   /* in the kernel with no way to the user registers */
+	NATIVE_STACK_END = 1 << 1, /* the copy reached an unreadable page: the whole stack */
+};
+
+#define NATIVE_MAX_SHIMS 16
+
+struct native_hdr {
+	__u64 regs[NATIVE_REGS];
+	__u64 stack_start; /* user address of the copy's first byte (rsp) */
+	__u32 stack_len;   /* bytes copied, after this header */
+	__u32 flags;
+	/* 3.12+: each C call of the eval loop keeps a shim frame on its own C stack, so the
+	 * native frame whose stack holds shim[i] runs the thread's Python frames
+	 * [shim_at[i - 1], shim_at[i]) (innermost first; shim_at[-1] = 0) */
+	__u64 shim[NATIVE_MAX_SHIMS];
+	__u32 shim_at[NATIVE_MAX_SHIMS];
+	__u32 nshims;
+	__u32 pad;
+};
+
+/* Bit 0 of frame_rec.code (code objects are 8-byte aligned): the outermost frame of one C
+ * call of the eval loop (3.11+; before 3.11 each frame is one), where native frames join. */
+#define FRAME_ENTRY   1ULL
+#define FRAME_CODE(f) ((f)->code & ~FRAME_ENTRY)
 
 /* Frame fingerprint 0 means the code object could not be read or is not a code object. */
 #define FP_INVALID 0
@@ -145,6 +179,8 @@ enum stat_idx {
 	STAT_PY_NS,	    /* time spent on STAT_PYTHON runs, from the process lookup on */
 	STAT_READS,	    /* reads of user memory in STAT_PYTHON runs (page-cache misses) */
 	STAT_READ_BYTES,    /* their bytes */
+	STAT_NATIVE,	    /* samples with native registers and stack (--native) */
+	STAT_NATIVE_BYTES,  /* their stack copies' bytes */
 	STAT_MAX,
 };
 

@@ -45,7 +45,8 @@ struct py_layout {
 	__u16 cframe_current;	 /* _PyCFrame.current_frame (PY_FRAMES_CFRAME only) */
 	__u16 tstate_base_frame; /* 3.15+: pointer to the frame that ends every complete walk,
 				  * 0 if none */
-	__u16 pad2;
+	__u16 frame_entry; /* 3.11: is_entry (bool), set on the outermost frame of each C call of
+			    * the eval loop; 0 if none (3.12+ mark a call with a shim frame) */
 
 	__u16 frame_back;  /* f_back / previous */
 	__u16 frame_code;  /* f_code / f_executable */

@@ -111,6 +111,10 @@ struct pw_scratch {
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
 	__u32 forget; /* PW_FORGET's slot */
+	/* 3.12+: the shim frames of the last thread walk, innermost first (see native_hdr) */
+	__u64 shim[NATIVE_MAX_SHIMS];
+	__u32 shim_at[NATIVE_MAX_SHIMS];
+	__u32 nshims;
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -354,6 +358,15 @@ static long pw_walk_step(__u32 i, void *ctx)
 	code = pw_untag(l, PW_LOAD(__u64, f, PW_OFF(l->frame_code)));
 	w->frame = PW_LOAD(__u64, f, PW_OFF(l->frame_back));
 	if (l->owner_cstack != PY_NO_OWNER && f[PW_OFF(l->frame_owner)] >= l->owner_cstack) {
+		/* the shim that starts a C call of the eval loop: its frames end here. It
+		 * lives on that call's C stack, where --native finds the call. */
+		if (n > 0)
+			w->out[(n - 1) & (MAX_FRAMES - 1)].code |= FRAME_ENTRY;
+		if (s->nshims < NATIVE_MAX_SHIMS) {
+			s->shim[s->nshims & (NATIVE_MAX_SHIMS - 1)] = cur;
+			s->shim_at[s->nshims & (NATIVE_MAX_SHIMS - 1)] = n;
+			s->nshims++;
+		}
 		pw_keep_gen(w);
 		return 0;
 	}
@@ -372,7 +385,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 	/* n < MAX_FRAMES, masked again where 5.10's verifier sees it: it loses the bound
 	 * through the register copies clang makes around the base check */
 	PW_MASK(n, MAX_FRAMES - 1);
-	w->out[n].code = code;
+	w->out[n].code = code | (l->frame_entry && f[PW_OFF(l->frame_entry)] ? FRAME_ENTRY : 0);
 	w->out[n].instr = pw_instr(l, f, code);
 	/* last: the read of a code object may replace the page f points into */
 	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s, 0);
@@ -390,6 +403,7 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 	struct pw_walk w = { .r = r, .p = p, .out = out, .s = s, .frame = frame, .base = base };
 
 	s->ngens = 0;
+	s->nshims = 0;
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
 	pw_keep_gen(&w);
 	if (w.frame)

@@ -48,9 +48,12 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* Set only to test how a rejected program is reported (ASYNCBPF_TEST_REJECT_BPF): the
  * verifier knows this frozen constant and checks the invalid access below only if set. */
 const volatile bool reject_for_test = false;
+/* --native: pages of user stack copied per sample (0: none, at most NATIVE_STACK_PAGES) */
+const volatile __u32 native_pages = 0;
 
 struct scratch {
 	struct py_sample s;
+	struct pt_regs uregs; /* --native: the user registers of a thread in the kernel */
 	struct pw_scratch pw;
 	struct py_proc proc; /* the walked process's, copied: see pwbounded.h */
 	struct pw_loops loops;
@@ -91,6 +94,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct reader_slot);
 } readers SEC(".maps");
+
+/* --native: a record is the sample's used part with a struct native_hdr and the stack
+ * copy right after it, built here (a per-CPU array's values are at most 32 KiB). One
+ * entry per possible CPU, set by userspace (1 without --native). */
+struct native_rec {
+	__u8 data[sizeof(struct py_sample) + sizeof(struct native_hdr) + NATIVE_STACK_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct native_rec);
+} native_out SEC(".maps");
 
 static __always_inline struct pw_reader *reader_of(__u32 slot)
 {
@@ -246,6 +263,121 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	return 0;
 }
 
+#define NATIVE_REGS_OF(out, get)                                                                   \
+	do {                                                                                       \
+		(out)[0] = get(ax);                                                                \
+		(out)[1] = get(dx);                                                                \
+		(out)[2] = get(cx);                                                                \
+		(out)[3] = get(bx);                                                                \
+		(out)[4] = get(si);                                                                \
+		(out)[5] = get(di);                                                                \
+		(out)[6] = get(bp);                                                                \
+		(out)[7] = get(sp);                                                                \
+		(out)[8] = get(r8);                                                                \
+		(out)[9] = get(r9);                                                                \
+		(out)[10] = get(r10);                                                              \
+		(out)[11] = get(r11);                                                              \
+		(out)[12] = get(r12);                                                              \
+		(out)[13] = get(r13);                                                              \
+		(out)[14] = get(r14);                                                              \
+		(out)[15] = get(r15);                                                              \
+		(out)[16] = get(ip);                                                               \
+	} while (0)
+
+/* A field of the interrupted registers in the context: the verifier takes a context field
+ * only at a fixed offset from the context pointer itself, which clang does not always
+ * keep (it adds the offset to a copy first). */
+#define CTX_REG(f)                                                                                 \
+	({                                                                                         \
+		__u64 v_;                                                                          \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                                              \
+			     : "=r"(v_)                                                            \
+			     : "r"(ctx), "i"(offsetof(struct bpf_perf_event_data, regs) +          \
+					     offsetof(struct pt_regs, f)));                        \
+		v_;                                                                                \
+	})
+#define SC_REG(f) (sc->uregs.f)
+
+/* The user registers and stack at `at`, right after the sample's frames; its bytes. */
+static __always_inline __u64 native_capture(struct bpf_perf_event_data *ctx, struct scratch *sc,
+					    struct native_hdr *h)
+{
+	__u8 *stack = (__u8 *)(h + 1);
+	__u64 sp;
+	__u32 len, first;
+
+	h->flags = 0;
+	h->stack_len = 0;
+	h->nshims = sc->pw.nshims;
+	for (__u32 i = 0; i < NATIVE_MAX_SHIMS; i++) {
+		h->shim[i] = sc->pw.shim[i];
+		h->shim_at[i] = sc->pw.shim_at[i];
+	}
+	/* user mode: a user address (the context allows no narrow read of cs) */
+	if ((__s64)CTX_REG(ip) >= 0) {
+		NATIVE_REGS_OF(h->regs, CTX_REG);
+	} else if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)) {
+		/* interrupted in the kernel: the registers saved at its entry (5.15+) */
+		if (bpf_probe_read_kernel(&sc->uregs, sizeof(sc->uregs),
+					  (void *)bpf_task_pt_regs(bpf_get_current_task_btf()))) {
+			h->flags = NATIVE_NO_REGS;
+			return sizeof(*h);
+		}
+		NATIVE_REGS_OF(h->regs, SC_REG);
+	} else {
+		h->flags = NATIVE_NO_REGS;
+		return sizeof(*h);
+	}
+	sp = h->regs[7];
+	h->stack_start = sp;
+	/* to the end of rsp's page, then whole pages: a read never spans two pages, so the
+	 * first unmapped one (the stack's top) ends the copy with all below it kept */
+	first = 4096 - (sp & 4095);
+	if (bpf_probe_read_user(stack, first, (void *)sp)) {
+		h->flags |= NATIVE_STACK_END;
+		return sizeof(*h);
+	}
+	len = first;
+	for (__u32 i = 1; i < NATIVE_STACK_PAGES; i++) {
+		if (i >= native_pages)
+			break;
+		asm volatile("" : "+r"(len));
+		if (len > NATIVE_STACK_MAX - 4096)
+			break;
+		if (bpf_probe_read_user(stack + len, 4096, (void *)(sp + len))) {
+			h->flags |= NATIVE_STACK_END;
+			break;
+		}
+		len += 4096;
+	}
+	h->stack_len = len;
+	return sizeof(*h) + len;
+}
+
+/* The sample's first size bytes, then its native part, as one record; -1 if it could not
+ * be built (the sample then goes alone). */
+static __always_inline int emit_native(struct bpf_perf_event_data *ctx, struct scratch *sc,
+				       __u64 size, __u64 wake)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct native_rec *nr = bpf_map_lookup_elem(&native_out, &cpu);
+	__u64 n;
+
+	sc->s.hdr.flags |= SAMPLE_NATIVE;
+	if (!nr || bpf_probe_read_kernel(nr->data, size, &sc->s))
+		return -1;
+	n = native_capture(ctx, sc, (struct native_hdr *)(nr->data + size));
+	stat_inc(STAT_NATIVE);
+	stat_add(STAT_NATIVE_BYTES, n - sizeof(struct native_hdr));
+	size += n;
+	asm volatile("" : "+r"(size));
+	if (size > sizeof(nr->data))
+		size = sizeof(nr->data);
+	if (bpf_ringbuf_output(&events, nr->data, size, wake))
+		stat_inc(STAT_LOST);
+	return 0;
+}
+
 SEC("perf_event")
 int sample_cpu(struct bpf_perf_event_data *ctx)
 {
@@ -299,8 +431,11 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	/* userspace drains on a timer; waking it per record costs more than the walk */
 	wake = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > RB_WAKE_BYTES ? BPF_RB_FORCE_WAKEUP
 									     : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, &sc->s, size, wake))
-		stat_inc(STAT_LOST);
+	if (!native_pages || emit_native(ctx, sc, size, wake)) {
+		sc->s.hdr.flags &= ~SAMPLE_NATIVE;
+		if (bpf_ringbuf_output(&events, &sc->s, size, wake))
+			stat_inc(STAT_LOST);
+	}
 	t0 = bpf_ktime_get_ns() - sc->t0;
 	stat_add(STAT_PY_NS, t0);
 	stat_add(STAT_READS, rd->pages.reads);

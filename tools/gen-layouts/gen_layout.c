@@ -128,6 +128,8 @@ static void fill(void)
 	SET(owner_cstack, FRAME_OWNED_BY_CSTACK);
 #else
 	SET(owner_cstack, PY_NO_OWNER);
+	SET(frame_entry, offsetof(_PyInterpreterFrame, is_entry));
+	frame_field("is_entry", l.frame_entry, sizeof(f->is_entry));
 #endif
 #endif
 	SET(frame_read, max_end);
@@ -198,6 +200,8 @@ static void print_layout(void)
 	P(frame_code);
 	P(frame_lasti);
 	P(frame_owner);
+	if (l.frame_entry)
+		P(frame_entry);
 	P(frame_read);
 	P(object_type);
 	P(code_firstlineno);

@@ -79,7 +79,7 @@ static size_t cor_node(struct tree *t, size_t parent, const char *label)
 
 static char *frame_label(const struct frame_rec *f, const struct py_target *pt, struct symtab *st)
 {
-	const struct py_code *c = symtab_code(st, pt, f->code, f->fp);
+	const struct py_code *c = symtab_code(st, pt, FRAME_CODE(f), f->fp);
 	char *s = NULL;
 
 	if (!c->valid)

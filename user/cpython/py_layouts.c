@@ -134,6 +134,7 @@ const struct py_layout py_layout_table[] = {
 		.frame_code = 32,
 		.frame_lasti = 56,
 		.frame_owner = 69,
+		.frame_entry = 68,
 		.frame_read = 70,
 		.object_type = 8,
 		.code_firstlineno = 72,

@@ -30,12 +30,13 @@ struct sampler_objs {
 	struct bpf_object *obj;
 	struct {
 		struct bpf_map *events, *procs, *coro_task, *task_serials, *task_links, *stats,
-			*cost_hist;
+			*cost_hist, *native_out;
 	} maps;
 	struct {
 		struct bpf_program *sample_cpu, *task_init;
 	} progs;
 	bool *reject_for_test;
+	__u32 *native_pages;
 };
 
 #define SAMPLER_OBJS(o, sk)                                                                        \
@@ -48,9 +49,11 @@ struct sampler_objs {
 		(o)->maps.task_links = (sk)->maps.task_links;                                      \
 		(o)->maps.stats = (sk)->maps.stats;                                                \
 		(o)->maps.cost_hist = (sk)->maps.cost_hist;                                        \
+		(o)->maps.native_out = (sk)->maps.native_out;                                      \
 		(o)->progs.sample_cpu = (sk)->progs.sample_cpu;                                    \
 		(o)->progs.task_init = (sk)->progs.task_init;                                      \
 		(o)->reject_for_test = &(sk)->rodata->reject_for_test;                             \
+		(o)->native_pages = &(sk)->rodata->native_pages;                                   \
 	} while (0)
 
 struct sampler {
@@ -200,6 +203,17 @@ static int handle_record(void *ctx, void *data, size_t size)
 			    (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec)) {
 		s->bad_records++;
 		return 0;
+	}
+	if (smp->hdr.flags & SAMPLE_NATIVE) {
+		size_t at = offsetof(struct py_sample, frames) +
+			    (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec);
+		const struct native_hdr *n = (const void *)((const char *)data + at);
+
+		if (size < at + sizeof(*n) || n->stack_len > NATIVE_STACK_MAX ||
+		    size < at + sizeof(*n) + n->stack_len) {
+			s->bad_records++;
+			return 0;
+		}
 	}
 	s->cb(s->ctx, smp, size);
 	return 0;
@@ -369,6 +383,19 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 		fprintf(stderr, "asyncbpf: CPU sampler: %s\n", s->variant);
 	if (getenv("ASYNCBPF_TEST_REJECT_BPF"))
 		*s->o.reject_for_test = true;
+	if (o->native_bytes) {
+		/* whole pages: the first is rsp's own, partly */
+		*s->o.native_pages = (o->native_bytes + 4095) / 4096;
+		/* records of 10-40 KiB: room for ~0.25 s of 8 busy CPUs at 99 Hz and more */
+		bpf_map__set_max_entries(s->o.maps.events, 64 << 20);
+		ret = libbpf_num_possible_cpus();
+		if (ret < 0) {
+			snprintf(err, errlen, "cannot count the possible CPUs: %s", strerror(-ret));
+			rc = SAMPLER_EOTHER;
+			goto fail;
+		}
+		bpf_map__set_max_entries(s->o.maps.native_out, (__u32)ret);
+	}
 	/* a ring buffer too small for the load, to test that losses are accounted */
 	if (getenv("ASYNCBPF_TEST_RINGBUF_BYTES"))
 		bpf_map__set_max_entries(

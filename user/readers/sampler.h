@@ -21,6 +21,8 @@ struct sampler_opts {
 	/* programs not loaded, each the verifier's work at start-up: the perf-event sampler
 	 * (wall mode, the task-creation watch) and the task-creation probe (--no-origins) */
 	bool no_cpu_samples, no_task_init;
+	/* --native: user stack bytes copied per sample, 0 for none (at most NATIVE_STACK_MAX) */
+	unsigned int native_bytes;
 	sampler_cb cb;
 	void *ctx;
 };

@@ -17,7 +17,7 @@ CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser $(p
 # Extra compiler flags of a variant build (sanitizers; see test-sanitize and fuzz)
 SANFLAGS ?=
 CFLAGS += $(SANFLAGS)
-LDLIBS += -lbpf -lelf -lz -lpthread -lm
+LDLIBS += -lbpf -ldw -lelf -lz -lpthread -lm
 BPF_CFLAGS := -target bpf -g -O2 -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -Wall -Werror
 
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
@@ -30,12 +30,13 @@ TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
 HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
+NATIVE_CHAIN := $(OUT)/tests/libchain.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
 .PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
-all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD)
+all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD) $(NATIVE_CHAIN)
 
 deps:
 	@tools/deps.sh
@@ -81,6 +82,11 @@ $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 # sanitizers, whose runtime the targets do not load
 $(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
 	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -shared $< -ldl -o $@
+
+# the --native tests' C chain: no frame pointers, each call a frame of its own
+$(NATIVE_CHAIN): tests/native/chain.c | $(OUT)
+	@mkdir -p $(@D)
+	$(CC) -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -fPIC -shared $< -o $@
 
 $(OUT):
 	mkdir -p $@

@@ -14,6 +14,8 @@ pkgs="$pkgs golang-go chromium"
 pkgs="$pkgs libncurses-dev tmux"
 # the kernels of the suite (make test-kernels): boot under qemu, verify Debian's archive
 pkgs="$pkgs qemu-system-x86 busybox-static debian-archive-keyring gpgv xz-utils zstd cpio kmod"
+# --native: user stacks unwound with elfutils' libdw; perf as the tests' independent unwinder
+pkgs="$pkgs libdw-dev linux-perf"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do

@@ -84,6 +84,9 @@ uint32_t profile_frame_parse(struct profile *p, const char *s, size_t len)
 					      colon - open - 1, (int)line);
 		}
 	}
+	/* markers are bracketed ([truncated], [container ...]); a bare name is a native frame */
+	if (len && s[0] != '[')
+		return intern(p, FRAME_NATIVE, s, len, NULL, 0, 0);
 	return intern(p, FRAME_SPECIAL, s, len, NULL, 0, 0);
 }
 

@@ -29,6 +29,8 @@ static char kind(enum frame_kind k)
 		return 'y';
 	case FRAME_TASK:
 		return 'k';
+	case FRAME_NATIVE:
+		return 'n';
 	default:
 		return 's';
 	}

@@ -14,6 +14,7 @@ enum frame_kind {
 	FRAME_PYTHON,  /* name = qualname, file, line */
 	FRAME_SPECIAL, /* name only: [truncated], [unknown], ... */
 	FRAME_TASK,    /* name = task name: a task boundary in a stacked stack */
+	FRAME_NATIVE,  /* name = "symbol" or "library+0xOFFSET" (--native) */
 };
 
 struct frame_sym {

@@ -8,7 +8,9 @@
 
 /* a container, process, thread, a marker, the thread's frames, per task a boundary and two markers
  * around its coroutine frames, a leaf marker */
-#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 7)
+#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 7 + NATIVE_MAX_FRAMES + 1)
+/* the thread's frames, Python and native */
+#define MAX_THREAD (MAX_FRAMES + NATIVE_MAX_FRAMES + 1)
 
 int record_init(struct record *r)
 {
@@ -28,6 +30,7 @@ void record_fini(struct record *r)
 	profile_free(r->prof);
 	symtab_free(r->syms);
 	tasknames_free(r->names);
+	unwinder_free(r->unw);
 	free(r->targets);
 	memset(r, 0, sizeof(*r));
 }
@@ -76,6 +79,8 @@ void record_del_target(struct record *r, pid_t pid)
 		return;
 	symtab_forget(r->syms, pid);
 	tasknames_forget(r->names, pid);
+	if (r->unw)
+		unwinder_forget(r->unw, pid);
 	*tg = r->targets[--r->ntargets];
 }
 
@@ -137,7 +142,7 @@ static uint32_t special(struct record *r, const char *name)
 
 static uint32_t python_frame(struct record *r, struct target *tg, const struct frame_rec *f)
 {
-	const struct py_code *c = symtab_code(r->syms, &tg->t, f->code, f->fp);
+	const struct py_code *c = symtab_code(r->syms, &tg->t, FRAME_CODE(f), f->fp);
 	uint32_t id;
 
 	if (!c->valid) {
@@ -158,27 +163,71 @@ static uint32_t task_frame(struct record *r, struct target *tg, const struct tas
 	return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
 }
 
+/* The thread's frames leaf first into out, its native ones (if any) in place: each C call
+ * of the eval loop stands for the Python frames it runs. 3.12+ tell the call by the shim
+ * frame on its stack (any build, stripped or not); older versions by its name and
+ * FRAME_ENTRY (before 3.11 each frame is one call). The interpreter's other C functions
+ * are left out unless r->native_all. at[i] is where Python frame i went. Python frames
+ * beyond the native stack's last eval call (the copy ended short of the root) come last. */
+static uint32_t thread_frames(struct record *r, struct target *tg, const struct py_sample *s,
+			      const struct native_hdr *h, const struct native_stack *ns,
+			      uint32_t *out, uint32_t *at)
+{
+	uint32_t n = 0, py = 0, nf = s->hdr.nframes;
+	bool each = tg->t.version < 0x030b0000, by_shim = ns && ns->nshims;
+
+	for (uint32_t j = 0; ns && j < ns->n; j++) {
+		const struct native_frame *f = &ns->f[j];
+		uint32_t end = py;
+
+		if (by_shim && f->shim >= 0)
+			end = h->shim_at[f->shim] < nf ? h->shim_at[f->shim] : nf;
+		else if (!by_shim && f->kind == NATIVE_EVAL && py < nf)
+			for (end = py + 1;
+			     end < nf && !each && !(s->frames[end - 1].code & FRAME_ENTRY);)
+				end++;
+		else if (f->kind == NATIVE_OTHER || r->native_all)
+			out[n++] = profile_frame(r->prof, FRAME_NATIVE, f->name, NULL, 0);
+		for (; py < end; py++) {
+			at[py] = n;
+			out[n++] = python_frame(r, tg, &s->frames[py]);
+		}
+	}
+	if (ns && ns->end != NATIVE_END_ROOT)
+		r->native_short++;
+	if (ns && ns->end != NATIVE_END_ROOT && py < nf)
+		out[n++] = special(r, "[native stack ends]");
+	for (; py < nf; py++) {
+		at[py] = n;
+		out[n++] = python_frame(r, tg, &s->frames[py]);
+	}
+	return n;
+}
+
 /* Root first: the thread's frames down to the running task's coroutine (the event loop's
  * part), each awaiting task from the outermost with its suspended coroutine frames, then
  * the running task and its frames down to the leaf. */
-static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s, uint32_t *ids,
+static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s,
+		     const struct native_hdr *nh, const struct native_stack *ns, uint32_t *ids,
 		     uint32_t n)
 {
 	const struct sample_hdr *h = &s->hdr;
-	uint32_t split = 0, total = h->nframes + h->ncoro;
+	uint32_t split = 0, total = h->nframes + h->ncoro, th[MAX_THREAD], at[MAX_FRAMES], nth;
 	/* a suspended task shows its own coroutine frames like its awaiters' */
 	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
 
 	if (h->ntasks && last == 0)
 		goto tasks;
+	nth = thread_frames(r, tg, s, nh, ns, th, at);
 	if (!h->ntasks || h->running_idx >= h->nframes) {
-		for (uint32_t i = h->nframes; i-- > 0;)
-			ids[n++] = python_frame(r, tg, &s->frames[i]);
+		for (uint32_t i = nth; i-- > 0;)
+			ids[n++] = th[i];
 		return n;
 	}
-	split = h->running_idx + 1;
-	for (uint32_t i = h->nframes; i-- > split;)
-		ids[n++] = python_frame(r, tg, &s->frames[i]);
+	/* native frames between the loop and the running coroutine are the loop's */
+	split = at[h->running_idx] + 1;
+	for (uint32_t i = nth; i-- > split;)
+		ids[n++] = th[i];
 tasks:
 	if (s->tasks[h->ntasks - 1].flags & TASK_MORE)
 		ids[n++] = special(r, "[more tasks]");
@@ -199,13 +248,8 @@ tasks:
 		return n;
 	ids[n++] = task_frame(r, tg, &s->tasks[0]);
 	for (uint32_t i = split; i-- > 0;)
-		ids[n++] = python_frame(r, tg, &s->frames[i]);
+		ids[n++] = th[i];
 	return n;
-}
-
-void record_sample(struct record *r, const struct py_sample *s)
-{
-	record_sample_ns(r, s, 0, 0);
 }
 
 /* A sample of tg that cannot be counted. */
@@ -215,8 +259,8 @@ static void lost(struct record *r, struct target *tg)
 	tg->lost++;
 }
 
-void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
-		      uint64_t cpu_ns)
+static void add_sample(struct record *r, const struct py_sample *s, const struct native_hdr *nh,
+		       const struct native_stack *ns, uint64_t wall_ns, uint64_t cpu_ns)
 {
 	const struct sample_hdr *h = &s->hdr;
 	struct target *tg = record_target(r, h->pid);
@@ -243,8 +287,11 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 		ids[n++] = special(r, "[truncated]");
 	else if (h->flags & SAMPLE_READ_ERR)
 		ids[n++] = special(r, "[incomplete]");
-	n = join(r, tg, s, ids, n);
-	if (h->flags & SAMPLE_NO_TSTATE)
+	/* a thread without a thread state may still show its native frames, below */
+	if (h->flags & SAMPLE_NO_TSTATE && ns && ns->n)
+		ids[n++] = special(r, "[no Python thread state]");
+	n = join(r, tg, s, nh, ns, ids, n);
+	if (h->flags & SAMPLE_NO_TSTATE && !(ns && ns->n))
 		ids[n++] = special(r, "[no Python thread state]");
 	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED)))
 		ids[n++] = special(r, "[no Python frames]");
@@ -269,4 +316,27 @@ void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall
 	} else if (ret) {
 		lost(r, tg);
 	}
+}
+
+void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+		      uint64_t cpu_ns)
+{
+	add_sample(r, s, NULL, NULL, wall_ns, cpu_ns);
+}
+
+void record_sample(struct record *r, const struct py_sample *s, size_t size)
+{
+	const struct native_hdr *h = r->unw ? native_of(s, size) : NULL;
+	struct target *tg = h ? record_target(r, s->hdr.pid) : NULL;
+
+	if (!tg) {
+		add_sample(r, s, NULL, NULL, 0, 0);
+		return;
+	}
+	if (unwinder_unwind(r->unw, s->hdr.pid, s->hdr.tid, tg->t.binary, h,
+			    (const uint8_t *)(h + 1), &r->ns)) {
+		lost(r, tg);
+		return;
+	}
+	add_sample(r, s, h, &r->ns, 0, 0);
 }

@@ -12,13 +12,14 @@
 #include "pyproc.h"
 #include "symbolize.h"
 #include "tasknames.h"
+#include "unwind.h"
 
 struct target {
 	struct py_target t;
 	uint32_t proc_frame; /* interned process frame */
 	uint64_t samples;
-	uint64_t lost; /* of those, not in the profile (out of memory) */
-	double next_refresh;			   /* when to read its asyncio tasks again */
+	uint64_t lost;	     /* of those, not in the profile (out of memory) */
+	double next_refresh; /* when to read its asyncio tasks again */
 	double last_refresh, interval, snap_floor; /* see snappace.c */
 	uint64_t samples_seen;			   /* samples at the last snapshot */
 	int async_off;		 /* its asyncio could not be read: flat stacks only */
@@ -43,6 +44,12 @@ struct record {
 	uint64_t root_tasks;	 /* distinct tasks seen at the root of a chain (unlinked) */
 	size_t stack_limit;	 /* bytes of stacks per process, 0: none */
 	uint64_t over_limit; /* samples shown as [stack limit]: their process's table was full */
+	/* --native: the unwinder (NULL: native parts are ignored), the interpreter's C
+	 * functions shown too, stacks that ended short of the root; ns: one sample's */
+	struct unwinder *unw;
+	bool native_all;
+	uint64_t native_short;
+	struct native_stack ns;
 };
 
 int record_init(struct record *r);
@@ -61,8 +68,9 @@ int record_place_target(struct record *r, struct target *tg, const struct proc_p
  * symbols and task names are kept. NULL when out of memory (nothing changed). */
 struct profile *record_cut(struct record *r);
 
-/* Symbolizes one BPF record and adds it to the profile. */
-void record_sample(struct record *r, const struct py_sample *s);
+/* Symbolizes one BPF record of size bytes and adds it to the profile; with r->unw, its
+ * native frames too. */
+void record_sample(struct record *r, const struct py_sample *s, size_t size);
 /* The same for a record that stands for wall_ns of wall-clock time and cpu_ns of CPU. */
 void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
 		      uint64_t cpu_ns);

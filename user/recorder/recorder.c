@@ -100,8 +100,7 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 {
 	struct recorder *a = ctx;
 
-	(void)size;
-	record_sample(&a->rec, s);
+	record_sample(&a->rec, s, size);
 	if (a->lc && !a->o.npids && !record_target(&a->rec, s->hdr.pid))
 		lifecycle_examine(a->lc, s->hdr.pid);
 }
@@ -124,6 +123,7 @@ static int open_reader(struct recorder *a)
 					   .verbose = a->o.verbose,
 					   .no_cpu_samples = a->o.wall,
 					   .no_task_init = !a->o.origins,
+					   .native_bytes = a->o.native_bytes,
 					   .cb = on_sample,
 					   .ctx = a };
 
@@ -273,6 +273,14 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 		free(a);
 		return EXIT_ENV;
 	}
+	if (o->native_bytes && !(a->rec.unw = unwinder_new())) {
+		recorder_say(a, "out of memory");
+		record_fini(&a->rec);
+		free(a->listed);
+		free(a);
+		return EXIT_ENV;
+	}
+	a->rec.native_all = o->native_all;
 	profile_set_period(a->rec.prof, 1000000000ull / o->freq);
 	symtab_set_limit(a->rec.syms, o->mem_per_process);
 	a->rec.stack_limit = o->mem_per_process;

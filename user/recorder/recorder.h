@@ -41,6 +41,10 @@ struct recorder_opts {
 	size_t mem_per_process;	     /* bytes of symbols and stacks per process, 0: no cap */
 	volatile sig_atomic_t *stop; /* set by a signal: a command not started yet is not run */
 	bool no_status;		     /* no progress line on stderr, even on a terminal */
+	/* --native: user stack bytes copied per sample (0: no native frames), and the
+	 * interpreter's own C functions shown too */
+	unsigned int native_bytes;
+	bool native_all;
 	/* Called once the reader is loaded, before the first targets are found: where a tool
 	 * installs its signal handlers, since a handled SIGINT is what tells a bench or a test
 	 * that the recorder is about to sample. NULL: none. */

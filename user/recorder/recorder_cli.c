@@ -29,6 +29,10 @@ const char recorder_cli_help[] =
 	"      --container-frame  a [container ID] frame above the process of a container\n"
 	"      --mem-per-process MIB  cap on each process's symbol cache and on its stack\n"
 	"                         table (default 64; 0: none)\n"
+	"      --native           native frames too (C extensions, libraries), unwound from a\n"
+	"                         copy of each sample's user stack; CPU mode, BPF reader\n"
+	"      --native-stack KIB user stack copied per sample (default 32, 4 to 32)\n"
+	"      --native-all       with --native, the interpreter's own C functions too\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
 	"      --reader READER    how stacks are read (needs -p unless bpf): bpf (default), in\n"
 	"                         the kernel on cpu-clock; memcpy, by the target itself on\n"
@@ -141,6 +145,21 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 		o->max_tasks = v;
 		cli->max_set = true;
 		return 1;
+	case 'X':
+		cli->native = true;
+		o->native_bytes = o->native_bytes ? o->native_bytes : NATIVE_STACK_MAX;
+		return 1;
+	case 'S':
+		if (number(arg, 4, NATIVE_STACK_MAX / 1024, &v))
+			return bad(o, "invalid --native-stack '%s' (KiB, 4 to %d)", arg,
+				   NATIVE_STACK_MAX / 1024);
+		o->native_bytes = (unsigned int)v << 10;
+		cli->native_set = true;
+		return 1;
+	case 'I':
+		o->native_all = true;
+		cli->native_set = true;
+		return 1;
 	case 'R':
 		if (reader_parse(arg, &o->reader))
 			return bad(o, "unknown reader '%s' (known: bpf, memcpy, vmreadv)", arg);
@@ -186,6 +205,16 @@ int recorder_cli_finish(struct recorder_cli *cli, struct recorder_opts *o)
 	if (o->wall && o->reader != READER_BPF)
 		return bad(o, "--mode wall reads through BPF: --reader %s does not go with it",
 			   reader_name(o->reader));
+	if (cli->native_set && !cli->native)
+		return bad(o, "--native-stack and --native-all need --native");
+	if (cli->native && o->wall)
+		return bad(o, "--native goes with --mode cpu only: wall mode reads sleeping "
+			      "threads, whose stacks the sampler does not copy");
+	if (cli->native && o->reader != READER_BPF)
+		return bad(o, "--native needs --reader bpf: the stack copy is taken by the BPF "
+			      "sampler");
+	if (!cli->native)
+		o->native_bytes = 0;
 	if (cli->max_set && !o->wall)
 		return bad(o, "--max-tasks needs --mode wall");
 	if (o->wall && !cli->freq_set)

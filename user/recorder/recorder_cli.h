@@ -23,6 +23,9 @@
 		{ "cgroup", required_argument, NULL, 'G' },                                        \
 		{ "comm", required_argument, NULL, 'N' },                                          \
 		{ "container-frame", no_argument, NULL, 'K' },                                     \
+		{ "native", no_argument, NULL, 'X' },                                              \
+		{ "native-stack", required_argument, NULL, 'S' },                                  \
+		{ "native-all", no_argument, NULL, 'I' },                                          \
 	{                                                                                          \
 		"mem-per-process", required_argument, NULL, 'P'                                    \
 	}
@@ -34,7 +37,7 @@ extern const char recorder_cli_help[];
 struct recorder_cli {
 	pid_t pids[RECORDER_CLI_MAX_PIDS];
 	struct procfilter filter;
-	bool all, freq_set, max_set;
+	bool all, freq_set, max_set, native, native_set;
 	unsigned int default_freq; /* -F when not given (wall mode: 100) */
 };
 

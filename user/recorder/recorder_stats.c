@@ -170,6 +170,23 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 			(double)st.stat[STAT_READS] / (double)st.stat[STAT_PYTHON],
 			(double)st.stat[STAT_READ_BYTES] / (double)st.stat[STAT_PYTHON]);
 	}
+	if (a->rec.unw) {
+		struct unwinder_stats us;
+
+		unwinder_stats(a->rec.unw, &us);
+		fprintf(f, "native stacks: %llu (%llu frames), %.0f stack bytes per sample\n",
+			(unsigned long long)us.stacks, (unsigned long long)us.frames,
+			st.stat[STAT_NATIVE]
+				? (double)st.stat[STAT_NATIVE_BYTES] / (double)st.stat[STAT_NATIVE]
+				: 0.0);
+		fprintf(f,
+			"native stacks short of the root: %llu (the copy ended), %llu (no "
+			"registers, no module or no CFI)\n",
+			(unsigned long long)us.ended_copy, (unsigned long long)us.ended_error);
+		fprintf(f, "native unwind time per stack: %llu ns; module reads: %llu (%.3f s)\n",
+			(unsigned long long)(us.stacks ? us.ns / us.stacks : 0),
+			(unsigned long long)us.reports, (double)us.report_ns / 1e9);
+	}
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(f,

@@ -116,7 +116,7 @@ static int rebuild(struct topview *tv)
 	for (size_t i = 0, w = 0; i < tv->t.nfuncs; i++) {
 		enum frame_kind k = tv->t.funcs[i].sym->kind;
 
-		if (k == FRAME_PYTHON || k == FRAME_SPECIAL)
+		if (k == FRAME_PYTHON || k == FRAME_SPECIAL || k == FRAME_NATIVE)
 			tv->t.funcs[w++] = tv->t.funcs[i];
 		else
 			free(tv->t.funcs[i].key);

@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "unwind.h"
+
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "procmaps.h"
+
+/* A frame's name by its pc (as unwound: a return address minus one), per process. */
+struct name_ent {
+	uint64_t pc; /* 0: empty */
+	char *name;
+	enum native_kind kind;
+};
+
+struct nproc {
+	pid_t pid;
+	Dwfl *dwfl;
+	double reported; /* when its modules were last read from /proc/PID/maps */
+	struct name_ent *names;
+	size_t nnames, cap;
+	/* the sample being unwound, for libdw's callbacks */
+	pid_t tid;
+	const struct native_hdr *h;
+	const uint8_t *stack;
+};
+
+struct unwinder {
+	struct nproc **procs;
+	size_t nprocs, cap;
+	struct unwinder_stats st;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Modules are reported with their files open (report_maps): libdw never looks one up by
+ * its path, which in a container names another file on the host. */
+static const Dwfl_Callbacks proc_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct nproc *p = arg;
+
+	(void)dwfl;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = p;
+	return p->tid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+/* Only the copy: the live stack has moved on since the sample. */
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct nproc *p = arg;
+	uint64_t start = p->h->stack_start;
+
+	(void)dwfl;
+	if (addr < start || addr - start + sizeof(*result) > p->h->stack_len)
+		return false;
+	memcpy(result, p->stack + (addr - start), sizeof(*result));
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	struct nproc *p = thread_arg;
+	Dwarf_Word regs[NATIVE_REGS];
+
+	for (int i = 0; i < NATIVE_REGS; i++)
+		regs[i] = p->h->regs[i];
+	if (!dwfl_thread_state_registers(thread, 0, NATIVE_REGS, regs))
+		return false;
+	dwfl_thread_state_register_pc(thread, regs[NATIVE_REGS - 1]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+static void drop_names(struct nproc *p)
+{
+	for (size_t i = 0; i < p->cap; i++)
+		free(p->names[i].name);
+	free(p->names);
+	p->names = NULL;
+	p->nnames = p->cap = 0;
+}
+
+/* Each ELF file the process maps, from its first mapping (base: where its offset 0 is),
+ * opened as the process sees it (procmap_file: map_files or its root). */
+static void report_maps(Dwfl *d, pid_t pid, const struct procmaps *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct procmap *e = &m->v[i];
+		char path[4096];
+		bool seen = false;
+		int fd;
+
+		if (e->path[0] != '/')
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = m->v[j].inode == e->inode && m->v[j].dev_major == e->dev_major &&
+			       m->v[j].dev_minor == e->dev_minor && !strcmp(m->v[j].path, e->path);
+		if (seen || procmap_file(pid, e, path, sizeof(path)))
+			continue;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* libdw owns fd from here, also when the file is no ELF */
+		dwfl_report_elf(d, e->path, path, fd, e->start - e->offset, false);
+	}
+}
+
+/* A Dwfl of the process's current modules (again after a pc fell in none). */
+static int report(struct unwinder *u, struct nproc *p)
+{
+	struct procmaps m;
+	Dwfl *d;
+	int rc;
+
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
+	drop_names(p);
+	p->reported = now();
+	u->st.reports++;
+	rc = procmaps_read(p->pid, &m);
+	if (rc)
+		return rc == -ENOMEM ? rc : -ESRCH;
+	d = dwfl_begin(&proc_callbacks);
+	if (!d) {
+		procmaps_free(&m);
+		return -ENOMEM;
+	}
+	dwfl_report_begin(d);
+	report_maps(d, p->pid, &m);
+	procmaps_free(&m);
+	if (dwfl_report_end(d, NULL, NULL) ||
+	    !dwfl_attach_state(d, NULL, p->pid, &thread_callbacks, p)) {
+		dwfl_end(d);
+		return -ESRCH;
+	}
+	p->dwfl = d;
+	return 0;
+}
+
+static struct nproc *proc_of(struct unwinder *u, pid_t pid)
+{
+	struct nproc *p, **grown, **slot = NULL;
+
+	for (size_t i = 0; i < u->nprocs; i++) {
+		if (u->procs[i]->pid == pid)
+			return u->procs[i];
+		if (!u->procs[i]->pid && !slot)
+			slot = &u->procs[i];
+	}
+	if (slot) {
+		(*slot)->pid = pid;
+		return *slot;
+	}
+	if (u->nprocs == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 16;
+
+		grown = realloc(u->procs, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		u->procs = grown;
+		u->cap = cap;
+	}
+	/* each apart: libdw keeps a pointer to it as its callbacks' argument */
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	u->procs[u->nprocs++] = p;
+	return p;
+}
+
+static uint64_t hash_pc(uint64_t pc)
+{
+	pc ^= pc >> 33;
+	pc *= 0xff51afd7ed558ccdULL;
+	return pc ^ (pc >> 33);
+}
+
+static struct name_ent *name_slot(struct nproc *p, uint64_t pc)
+{
+	size_t m = p->cap - 1, i = hash_pc(pc) & m;
+
+	while (p->names[i].pc && p->names[i].pc != pc)
+		i = (i + 1) & m;
+	return &p->names[i];
+}
+
+static int grow_names(struct nproc *p)
+{
+	struct name_ent *old = p->names;
+	size_t ocap = p->cap, cap = ocap ? 2 * ocap : 256;
+
+	p->names = calloc(cap, sizeof(*p->names));
+	if (!p->names) {
+		p->names = old;
+		return -ENOMEM;
+	}
+	p->cap = cap;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].pc)
+			*name_slot(p, old[i].pc) = old[i];
+	free(old);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* The start of the function holding pc, from its FDE (ELF address), 0 if none. */
+static Dwarf_Addr fde_start(Dwfl_Module *mod, Dwarf_Addr pc)
+{
+	Dwarf_Addr bias, start = 0, end;
+	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
+	Dwarf_Frame *fr;
+
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr)) {
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr))
+			return 0;
+	}
+	if (dwarf_frame_info(fr, &start, &end, NULL) < 0)
+		start = 0;
+	free(fr);
+	return start;
+}
+
+static bool is_eval(const char *name)
+{
+	static const char eval[] = "_PyEval_EvalFrameDefault";
+
+	/* GCC moves its rare paths to a .cold part, named so where symbols are kept */
+	return !strncmp(name, eval, sizeof(eval) - 1) &&
+	       (!name[sizeof(eval) - 1] || name[sizeof(eval) - 1] == '.');
+}
+
+/* "symbol" when a symbol covers pc, else "module+0xSTART" of its FDE's function: never the
+ * nearest symbol before it, which names another function in a stripped file. */
+static int name_pc(struct nproc *p, const char *interp, uint64_t pc, struct name_ent *e)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
+	const char *modname, *sym;
+	Dwarf_Addr mstart, bias = 0, start;
+	GElf_Sym s;
+	GElf_Off off;
+	char *name = NULL;
+
+	e->kind = NATIVE_OTHER;
+	if (!mod) {
+		if (asprintf(&name, "[unknown native 0x%llx]", (unsigned long long)pc) < 0)
+			return -ENOMEM;
+		e->name = name;
+		return 0;
+	}
+	modname = dwfl_module_info(mod, NULL, &mstart, NULL, NULL, NULL, NULL, NULL);
+	if (!modname)
+		modname = "?";
+	sym = dwfl_module_addrinfo(mod, pc, &off, &s, NULL, NULL, NULL);
+	start = fde_start(mod, pc);
+	dwfl_module_getelf(mod, &bias);
+	/* a symbol of no size names pc only if it starts pc's function; "@VERSION" dropped */
+	if (sym && (s.st_size ? off < s.st_size : start && s.st_value - bias == start))
+		name = strndup(sym, strcspn(sym, "@"));
+	else if (asprintf(&name, "%s+0x%llx", base_name(modname),
+			  (unsigned long long)(start ? start : pc - bias)) < 0)
+		name = NULL;
+	if (!name)
+		return -ENOMEM;
+	if (interp && !strcmp(modname, interp))
+		e->kind = is_eval(name) ? NATIVE_EVAL : NATIVE_INTERP;
+	e->name = name;
+	return 0;
+}
+
+static const struct name_ent *lookup(struct nproc *p, const char *interp, uint64_t pc)
+{
+	struct name_ent *e, tmp = { 0 };
+
+	if ((p->nnames + 1) * 2 > p->cap && grow_names(p))
+		return NULL;
+	e = name_slot(p, pc);
+	if (e->pc)
+		return e;
+	if (name_pc(p, interp, pc, &tmp))
+		return NULL;
+	tmp.pc = pc;
+	*e = tmp;
+	p->nnames++;
+	return e;
+}
+
+struct walk {
+	struct nproc *p;
+	uint64_t pcs[NATIVE_MAX_FRAMES], sps[NATIVE_MAX_FRAMES];
+	unsigned int n;
+	bool no_module;
+};
+
+static int on_frame(Dwfl_Frame *state, void *arg)
+{
+	struct walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (w->n >= NATIVE_MAX_FRAMES)
+		return DWARF_CB_ABORT;
+	/* a return address is past its call: look the call up */
+	if (!activation)
+		pc--;
+	if (!dwfl_addrmodule(w->p->dwfl, pc))
+		w->no_module = true;
+	/* x86-64's DWARF register 7: rsp */
+	if (dwfl_frame_reg(state, 7, &w->sps[w->n]))
+		w->sps[w->n] = 0;
+	w->pcs[w->n++] = pc;
+	return DWARF_CB_OK;
+}
+
+int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp,
+		    const struct native_hdr *h, const uint8_t *stack, struct native_stack *out)
+{
+	double t0 = now();
+	struct nproc *p = proc_of(u, pid);
+	struct walk w = { .p = p };
+	int rc;
+
+	out->n = 0;
+	out->end = NATIVE_END_ERROR;
+	u->st.stacks++;
+	if (!p)
+		return -ENOMEM;
+	if (h->flags & NATIVE_NO_REGS)
+		goto done;
+	/* a module mapped since (dlopen): read the maps again, once a second at most */
+	if (!p->dwfl && (p->reported == 0 || t0 - p->reported > 1)) {
+		rc = report(u, p);
+		u->st.report_ns += (uint64_t)((now() - t0) * 1e9);
+		t0 = now();
+		if (rc == -ENOMEM)
+			return -ENOMEM;
+	}
+	if (!p->dwfl)
+		goto done;
+	p->tid = tid;
+	p->h = h;
+	p->stack = stack;
+	rc = dwfl_getthread_frames(p->dwfl, tid, on_frame, &w);
+	if (w.no_module && t0 - p->reported > 1) {
+		dwfl_end(p->dwfl);
+		p->dwfl = NULL;
+		drop_names(p);
+	}
+	if (rc == 0)
+		out->end = NATIVE_END_ROOT;
+	else if (w.n && !w.no_module)
+		/* libdw stops where a read misses the copy or a CFA rule cannot be evaluated */
+		out->end = NATIVE_END_COPY;
+	for (unsigned int i = 0; i < w.n && p->dwfl; i++) {
+		const struct name_ent *e = lookup(p, interp, w.pcs[i]);
+
+		if (!e)
+			return -ENOMEM;
+		out->f[out->n++] =
+			(struct native_frame){ .name = e->name, .kind = e->kind, .shim = -1 };
+	}
+	/* a frame's locals lie between its rsp and its caller's */
+	out->nshims = h->nshims < NATIVE_MAX_SHIMS ? h->nshims : NATIVE_MAX_SHIMS;
+	for (unsigned int i = 0; i < out->nshims; i++)
+		for (unsigned int j = 0; j < out->n; j++)
+			if (w.sps[j] && h->shim[i] >= w.sps[j] &&
+			    (j + 1 == out->n || h->shim[i] < w.sps[j + 1])) {
+				out->f[j].shim = (int)i;
+				break;
+			}
+done:
+	if (out->end == NATIVE_END_COPY)
+		u->st.ended_copy++;
+	else if (out->end == NATIVE_END_ERROR)
+		u->st.ended_error++;
+	u->st.frames += out->n;
+	u->st.ns += (uint64_t)((now() - t0) * 1e9);
+	return 0;
+}
+
+const struct native_hdr *native_of(const struct py_sample *s, size_t size)
+{
+	size_t at = offsetof(struct py_sample, frames) +
+		    (s->hdr.nframes + s->hdr.ncoro) * sizeof(struct frame_rec);
+
+	if (!(s->hdr.flags & SAMPLE_NATIVE) || size < at + sizeof(struct native_hdr))
+		return NULL;
+	return (const void *)((const char *)s + at);
+}
+
+struct unwinder *unwinder_new(void)
+{
+	return calloc(1, sizeof(struct unwinder));
+}
+
+void unwinder_forget(struct unwinder *u, pid_t pid)
+{
+	for (size_t i = 0; i < u->nprocs; i++) {
+		struct nproc *p = u->procs[i];
+
+		if (p->pid != pid)
+			continue;
+		if (p->dwfl)
+			dwfl_end(p->dwfl);
+		p->dwfl = NULL;
+		drop_names(p);
+		p->pid = 0;
+		p->reported = 0;
+	}
+}
+
+void unwinder_free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->nprocs; i++) {
+		if (u->procs[i]->dwfl)
+			dwfl_end(u->procs[i]->dwfl);
+		drop_names(u->procs[i]);
+		free(u->procs[i]);
+	}
+	free(u->procs);
+	free(u);
+}
+
+void unwinder_stats(const struct unwinder *u, struct unwinder_stats *st)
+{
+	*st = u->st;
+}

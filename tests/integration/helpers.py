@@ -642,6 +642,13 @@ class TaskFrame(str):
     name = property(lambda s: TASK_RE.match(s).group(1))
 
 
+class NativeFrame(str):
+    """A native frame (--native): "symbol" or "library+0xOFFSET"."""
+
+
+NATIVE_ENDS = "[native stack ends]"
+
+
 class Frame(tuple):
     """(qualname, filename, line) of a Python frame."""
 
@@ -691,8 +698,10 @@ class Sample:
                 self.frames.append(Frame((m.group(1), m.group(2), int(m.group(3)))))
             elif TASK_RE.match(p):
                 self.frames.append(TaskFrame(p))
+            elif p and not p.startswith("["):
+                self.frames.append(NativeFrame(p))
             else:
-                assert p == UNKNOWN, "bad frame %r in line: %.300r" % (p, raw)
+                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE), "bad frame %r in line: %.300r" % (p, raw)
                 self.frames.append(p)
 
     @property

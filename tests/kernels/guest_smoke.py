@@ -1,7 +1,8 @@
 """The smoke subset make test-kernels runs inside each guest kernel (tests/kernels/
 test_kernels.py boots it): flat stacks on two interpreters, a stacked stack, the creation
-probe, wall mode or its refusal, a non-Python pid. Each recording's --stats go to
-$ASYNCBPF_RESULTS for the host to report (the BPF walker variant and its cost)."""
+probe, wall mode or its refusal, a non-Python pid, native frames. Each recording's
+--stats go to $ASYNCBPF_RESULTS for the host to report (the BPF walker variant and its
+cost)."""
 import os
 import re
 import sys
@@ -133,3 +134,23 @@ def test_non_python_pid():
         r = record(RECORD, "-p", p.pid, "-d", 2)
     assert_one_error_line(r, 3, str(p.pid), "python")
     assert not r.samples, "output despite the error" + r.describe()
+
+
+def test_native():
+    """--native: Python -> c_outer -> c_mid -> c_leaf (tests/native/chain.c through ctypes)
+    in nearly all the leaf's samples; kernels before 5.15 (no bpf_task_pt_regs) have the
+    user registers of samples taken in user mode only, which these are."""
+    lib = os.path.join(os.path.dirname(RECORD), "tests", "libchain.so")
+    if not os.path.exists(lib):
+        pytest.skip("%s not built" % lib)
+    with Workload(python(DEBIAN), "native_chain.py", lib, "plain") as w:
+        r = recorded("native", "-p", w.pid, "-d", 5, "--native", timeout=60)
+    assert r.rc == 0, "asyncbpf-record --native failed" + r.describe()
+    leaf = [s for s in r.of_pid(w.pid) if s.leaf == "c_leaf"]
+    assert total(leaf) >= 20, "too few samples in c_leaf" + r.describe()
+    want = ["<module>", "hot"]
+    good = [s for s in leaf if s.frames[-3:] == ["c_outer", "c_mid", "c_leaf"] and
+            [f.qualname for f in s.frames if isinstance(f, Frame)] == want]
+    assert total(good) >= SHARE * total(leaf), (
+        "%d of %d c_leaf samples are %s then the C chain" % (total(good), total(leaf), want)
+        + show([s for s in leaf if s not in good], header="other stacks"))

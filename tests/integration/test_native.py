@@ -1,0 +1,186 @@
+"""--native (issue 15): native frames interleaved with Python frames and stacked stacks,
+on every interpreter of the suite, against a C chain built without frame pointers
+(tests/native/chain.c, called through ctypes), and against perf's own DWARF unwinder."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import (BUILD, NATIVE_ENDS, Frame, NativeFrame, TaskFrame, Workload,
+                     record_checked, show, total)
+
+CHAIN = os.path.join(BUILD, "tests", "libchain.so")
+SHARE = 0.95
+# about 150 samples at 99 Hz: a share of 95% is then no matter of chance
+LEAF_CPU = 1.5
+MIN_LEAF = 100
+C_CHAIN = ["c_outer", "c_mid", "c_leaf"]
+OURS = set(C_CHAIN) | {"cb_outer", "cb_mid"}
+
+
+@pytest.fixture(scope="module")
+def chain_lib():
+    if not os.path.exists(CHAIN):
+        pytest.skip("%s not built (run make)" % CHAIN)
+    return CHAIN
+
+
+def skeleton(s):
+    """The stack's Python frames, task frames and the chain's own C functions, root first:
+    what the chain fixes (libffi's and ctypes' frames between them vary by build)."""
+    out = []
+    for f in s.frames:
+        if isinstance(f, Frame):
+            out.append(f.qualname)
+        elif isinstance(f, TaskFrame):
+            out.append(f)
+        elif isinstance(f, NativeFrame) and f in OURS:
+            out.append(str(f))
+        elif f == NATIVE_ENDS:
+            out.append(f)
+    return out
+
+
+def record_mode(record_bin, interp, lib, mode, tmp_path, *extra):
+    out = str(tmp_path / ("%s.collapsed" % mode))
+    with Workload(interp.path, "native_chain.py", lib, mode) as w:
+        r = record_checked(record_bin, "-p", w.pid, "--native", *extra, output=out,
+                           pids=[w.pid], cpu=LEAF_CPU)
+    leaf = [s for s in r.of_pid(w.pid) if s.leaf == "c_leaf"]
+    assert total(leaf) >= MIN_LEAF, "only %d samples end in c_leaf" % total(leaf) + r.describe()
+    return r, leaf
+
+
+def exact_share(leaf, want):
+    good = [s for s in leaf if skeleton(s) == want and s.frames[-3:] == C_CHAIN]
+    return total(good) / total(leaf), [s for s in leaf if s not in good]
+
+
+@pytest.mark.parametrize("mode, want", [
+    ("plain", ["<module>", "hot"] + C_CHAIN),
+    ("callback", ["<module>", "hot_cb", "cb_outer", "cb_mid", "py_callback"] + C_CHAIN),
+])
+def test_chain(root_record_bin, interp, chain_lib, tmp_path, mode, want):
+    """Python -> C -> C -> C, and C -> Python -> C: the exact interleaved chain in 95% of
+    the leaf's samples."""
+    r, leaf = record_mode(root_record_bin, interp, chain_lib, mode, tmp_path)
+    share, bad = exact_share(leaf, want)
+    assert share >= SHARE, ("%.1f%% of c_leaf's samples show %s" % (100 * share, want)
+                            + show(bad, header="others") + r.describe())
+
+
+def test_task(root_record_bin, interp, chain_lib, tmp_path):
+    """An asyncio task running the chain: the task chain, then the running task's Python
+    frames, then the native frames, in that order."""
+    r, leaf = record_mode(root_record_bin, interp, chain_lib, "task", tmp_path)
+    tail = [TaskFrame("<task native-outer>"), "outer_task", TaskFrame("<task native-leaf>"),
+            "leaf_task"] + C_CHAIN
+
+    def ok(s):
+        sk = skeleton(s)
+        return sk[-len(tail):] == tail and s.frames[-3:] == C_CHAIN and NATIVE_ENDS not in sk
+
+    good = [s for s in leaf if ok(s)]
+    assert total(good) / total(leaf) >= SHARE, (
+        "%d of %d c_leaf samples end in %s" % (total(good), total(leaf), tail)
+        + show([s for s in leaf if not ok(s)], header="others") + r.describe())
+    # the native frames of the running task come after its last Python frame, none after
+    # a task frame but before the running task's
+    for s in good:
+        last_task = max(i for i, f in enumerate(s.frames) if isinstance(f, TaskFrame))
+        assert not any(isinstance(f, NativeFrame) for f in s.frames[last_task:last_task + 2]), s.raw
+
+
+def test_hidden_interpreter(root_record_bin, interp, chain_lib, tmp_path):
+    """The eval loop never shows as a native frame; --native-all shows the interpreter's
+    other C functions, which are otherwise hidden."""
+    r, leaf = record_mode(root_record_bin, interp, chain_lib, "plain", tmp_path)
+    names = {str(f) for s in r.samples for f in s.frames if isinstance(f, NativeFrame)}
+    assert not [n for n in names if n.startswith("_PyEval_EvalFrame")], names
+    r2, leaf2 = record_mode(root_record_bin, interp, chain_lib, "plain", tmp_path,
+                            "--native-all")
+    names2 = {str(f) for s in r2.samples for f in s.frames if isinstance(f, NativeFrame)}
+    assert len(names2) > len(names), (sorted(names), sorted(names2))
+    share, bad = exact_share(leaf2, ["<module>", "hot"] + C_CHAIN)
+    assert share >= SHARE, show(bad) + r2.describe()
+
+
+# -- perf as the oracle ---------------------------------------------------------------
+
+PERF_FRAME = re.compile(r"^\s*[0-9a-f]+ (\S+?)(?:\+0x[0-9a-f]+)? \((.*)\)$")
+
+
+def perf_chains(data, pid):
+    """Leaf-first symbol chains of perf script's samples of pid."""
+    out = subprocess.run(["perf", "script", "-i", data, "--pid", str(pid), "-F", "ip,sym,dso"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    chains, cur = [], []
+    for line in out.stdout.split("\n"):
+        m = PERF_FRAME.match(line)
+        if m:
+            cur.append(m.group(1))
+        elif not line.strip() and cur:
+            chains.append(cur)
+            cur = []
+    if cur:
+        chains.append(cur)
+    return chains
+
+
+def leaf_side(chain):
+    """The chain's own functions from the leaf, up to the first frame outside them."""
+    out = []
+    for f in chain:
+        if f not in OURS:
+            break
+        out.append(f)
+    return out
+
+
+def test_perf_agrees(root_record_bin, interp, chain_lib, tmp_path):
+    """perf record --call-graph dwarf,32768 on the same workload: the same leaf-side
+    chain as asyncbpf's native part in 90% of each one's samples."""
+    if interp.tree:
+        pytest.skip("perf is run on the host's interpreters only (a tree's files are in "
+                    "another root)")
+    if not shutil.which("perf"):
+        pytest.skip("no perf (Debian's linux-perf; make deps)")
+    data = str(tmp_path / "perf.data")
+    with Workload(interp.path, "native_chain.py", chain_lib, "plain") as w:
+        p = subprocess.run(["perf", "record", "-q", "-F", "99", "--call-graph", "dwarf,32768",
+                            "-p", str(w.pid), "-o", data, "--", "sleep", "2"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        r = record_checked(root_record_bin, "-p", w.pid, "--native",
+                           output=str(tmp_path / "n.collapsed"), pids=[w.pid], cpu=LEAF_CPU)
+    want = ["c_leaf", "c_mid", "c_outer"]
+    theirs = [c for c in perf_chains(data, w.pid) if c and c[0] == "c_leaf"]
+    assert len(theirs) >= 50, "perf: %d samples in c_leaf" % len(theirs)
+    agree = sum(1 for c in theirs if leaf_side(c) == want) / len(theirs)
+    mine = [s for s in r.of_pid(w.pid) if s.leaf == "c_leaf"]
+    mine_agree = total([s for s in mine if leaf_side(
+        [str(f) for f in reversed(s.frames)]) == want]) / max(1, total(mine))
+    print("\nperf: %.1f%% of %d c_leaf samples end in %s; asyncbpf: %.1f%% of %d"
+          % (100 * agree, len(theirs), want, 100 * mine_agree, total(mine)))
+    assert agree >= 0.90 and mine_agree >= 0.90, (agree, mine_agree, theirs[:3])
+    # above the chain, both reach libffi's ffi_call and then the interpreter
+    reach = sum(1 for c in theirs if "ffi_call" in c[3:8]) / len(theirs)
+    mine_reach = total([s for s in mine if "ffi_call" in [str(f) for f in s.frames[-8:-3]]]) \
+        / max(1, total(mine))
+    assert reach >= 0.90 and mine_reach >= 0.90, (reach, mine_reach, theirs[:3])
+
+
+def test_native_refused_with_wall(root_record_bin):
+    from helpers import record
+    r = record(root_record_bin, "--native", "--mode", "wall", "-d", "1")
+    assert r.rc == 1 and "--native goes with --mode cpu" in r.err, r.describe()
+    r = record(root_record_bin, "--native-all", "-d", "1")
+    assert r.rc == 1 and "need --native" in r.err, r.describe()
+    r = record(root_record_bin, "--native", "--native-stack", "64", "-d", "1")
+    assert r.rc == 1 and "invalid --native-stack '64'" in r.err, r.describe()

@@ -184,3 +184,64 @@ def test_native_refused_with_wall(root_record_bin):
     assert r.rc == 1 and "need --native" in r.err, r.describe()
     r = record(root_record_bin, "--native", "--native-stack", "64", "-d", "1")
     assert r.rc == 1 and "invalid --native-stack '64'" in r.err, r.describe()
+
+
+# -- real libraries: NumPy's BLAS, zlib ---------------------------------------------------
+
+def imports(interp, module):
+    p = subprocess.run([interp.path, "-c", "import " + module], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    return p.returncode == 0
+
+
+def python_above(s, i):
+    """The nearest Python frame root-side of frame i."""
+    for f in reversed(s.frames[:i]):
+        if isinstance(f, Frame):
+            return f.qualname
+    return None
+
+
+def test_numpy_matmul(root_record_bin, interp, tmp_path):
+    """A NumPy matrix product under `hot_matmul`: BLAS's dgemm_ under cblas_dgemm under
+    NumPy's own frames under hot_matmul."""
+    if not imports(interp, "numpy"):
+        pytest.skip("%s has no NumPy (Debian's python3-numpy: Debian's python3.11 and the "
+                    "sid tree)" % interp.id)
+    out = str(tmp_path / "matmul.collapsed")
+    with Workload(interp.path, "native_libs.py", "matmul") as w:
+        r = record_checked(root_record_bin, "-p", w.pid, "--native", output=out, pids=[w.pid],
+                           cpu=LEAF_CPU)
+    mine = r.of_pid(w.pid)
+
+    def ok(s):
+        names = [str(f) for f in s.frames]
+        if "cblas_dgemm" not in names:
+            return False
+        i = names.index("cblas_dgemm")
+        # NumPy's frames: named (PyArray_...) or not (its extension module + offset)
+        numpy = [f for f in s.frames[:i] if isinstance(f, NativeFrame) and
+                 ("_multiarray_umath" in f or f.startswith("PyArray_"))]
+        return (i + 1 < len(names) and "dgemm" in names[i + 1] and
+                python_above(s, i) == "hot_matmul" and bool(numpy))
+
+    good = [s for s in mine if ok(s)]
+    assert total(good) >= 0.5 * total(mine), (
+        "%d of %d samples are dgemm under cblas_dgemm under NumPy under hot_matmul"
+        % (total(good), total(mine)) + show([s for s in mine if s not in good], header="others"))
+
+
+def test_zlib_inflate(root_record_bin, interp, tmp_path):
+    """zlib.decompress in a loop reaches libz's inflate, under hot_inflate."""
+    if not imports(interp, "zlib"):
+        pytest.skip("%s was built without zlib" % interp.id)
+    out = str(tmp_path / "inflate.collapsed")
+    with Workload(interp.path, "native_libs.py", "inflate") as w:
+        r = record_checked(root_record_bin, "-p", w.pid, "--native", output=out, pids=[w.pid],
+                           cpu=LEAF_CPU)
+    mine = r.of_pid(w.pid)
+    good = [s for s in mine if "inflate" in s.frames and
+            python_above(s, s.frames.index("inflate")) == "hot_inflate"]
+    assert total(good) >= 0.3 * total(mine), (
+        "%d of %d samples in inflate under hot_inflate" % (total(good), total(mine))
+        + show(mine))

@@ -24,12 +24,13 @@
 #include "svgplot.h"
 
 #define MAX_REPS   20
-#define NREADERS   3
+#define NREADERS   4 /* the three readers, then bpf with --native */
 #define NFREQS	   2
 #define NCONFIGS   (1 + NREADERS * NFREQS)
 #define MAX_DEPTHS 8
 
-static const char *const readers[NREADERS] = { "bpf", "memcpy", "vmreadv" };
+static const char *const readers[NREADERS] = { "bpf", "memcpy", "vmreadv", "bpf --native" };
+#define NATIVE 3
 static const unsigned int freqs[NFREQS] = { 99, 999 };
 
 static const char usage[] =
@@ -37,7 +38,8 @@ static const char usage[] =
 	"                      [--workload FILE]\n"
 	"\n"
 	"Runs the bundled asyncio workload with no profiler and under each reader (bpf,\n"
-	"memcpy, vmreadv) at 99 and 999 Hz, repetitions interleaved, then a depth sweep at\n"
+	"memcpy, vmreadv, and bpf with --native) at 99 and 999 Hz, repetitions interleaved,\n"
+	"then a depth sweep at\n"
 	"999 Hz. Writes DIR/readers.md, readers.csv, depth.csv and depth.svg (default DIR:\n"
 	"bench-out). Needs root. --quick: 2 repetitions of a small workload (under 2 min).\n";
 
@@ -169,10 +171,21 @@ static const char *reads_text(const struct config *c, char *buf, size_t len)
 	return buf;
 }
 
+/* --native: stack bytes copied and the recorder's unwind time (µs) per sample */
+static const char *native_text(const struct config *c, char *buf, size_t len)
+{
+	struct bench_summary b = SUMMARY(c, native_bytes), u = SUMMARY(c, unwind_ns);
+
+	if (!b.n || isnan(b.med))
+		return "-";
+	snprintf(buf, len, "%.0f B, %.1f µs", b.med, u.med / 1e3);
+	return buf;
+}
+
 static void write_outputs(const struct opts *o, struct config *cfg,
 			  double (*depth_cost)[MAX_DEPTHS], const int *depths, int ndepths)
 {
-	char path[PATH_MAX], name[64], rtext[48];
+	char path[PATH_MAX], name[64], rtext[48], ntext[64];
 	struct bench_summary bw = SUMMARY(&cfg[0], wall), bc = SUMMARY(&cfg[0], cpu);
 	FILE *md, *csv;
 
@@ -185,14 +198,16 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	fprintf(csv, "config,reader,freq,runs,wall_med,wall_min,wall_max,slowdown_wall,cpu_med,"
 		     "slowdown_cpu,cost_ns_med,cost_ns_min,cost_ns_max,target_cpu_ns_per_sample,"
 		     "profiler_cpu_s,taken,"
-		     "recorded,lost,overlap_bpf,overlap_self,reads_per_sample,bytes_per_sample\n");
+		     "recorded,lost,overlap_bpf,overlap_self,reads_per_sample,bytes_per_sample,"
+		     "native_stack_bytes,unwind_ns\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
 		    "cost/sample µs, median (min-max) | mean | reads/sample (bytes) | "
+		    "native stack copy, unwind per sample | "
 		    "target CPU µs per sample | "
 		    "profiler CPU s | "
 		    "samples taken | recorded | lost | "
 		    "overlap with bpf (stacks / leaves) | overlap self (stacks) |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < NCONFIGS; i++) {
 		struct config *c = &cfg[i];
 		struct bench_summary w = SUMMARY(c, wall), cp = SUMMARY(c, cpu),
@@ -211,26 +226,29 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) | %.3f | %.3f | %.3f |", name, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med);
 		if (c->reader < 0)
-			fprintf(md, " - | - | - | - | - | - | - | - | - | - |\n");
+			fprintf(md, " - | - | - | - | - | - | - | - | - | - | - |\n");
 		else
 			fprintf(md,
-				" %.1f (%.1f-%.1f) | %.1f | %s | %.1f | %.3f | %.0f | %.0f | %.0f "
+				" %.1f (%.1f-%.1f) | %.1f | %s | %s | %.1f | %.3f | %.0f | %.0f | "
+				"%.0f "
 				"| "
 				"%s%.3f / "
 				"%.3f | %.3f |\n",
 				cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, mean.med / 1e3,
-				reads_text(c, rtext, sizeof(rtext)), tcpu, pc.med,
+				reads_text(c, rtext, sizeof(rtext)),
+				native_text(c, ntext, sizeof(ntext)), tcpu, pc.med,
 				SUMMARY(c, taken).mean, SUMMARY(c, recorded).mean,
 				SUMMARY(c, lost).mean, b ? "" : "(is bpf) ", b ? ov : 1.0,
 				b ? ovl : 1.0, self);
 		fprintf(csv,
 			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
-			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f\n",
+			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f\n",
 			name, c->reader < 0 ? "none" : readers[c->reader], c->freq, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min,
 			cost.max, tcpu * 1e3, pc.med, SUMMARY(c, taken).mean,
 			SUMMARY(c, recorded).mean, SUMMARY(c, lost).mean, ov, self,
-			SUMMARY(c, reads).med, SUMMARY(c, read_bytes).med);
+			SUMMARY(c, reads).med, SUMMARY(c, read_bytes).med,
+			SUMMARY(c, native_bytes).med, SUMMARY(c, unwind_ns).med);
 	}
 	fprintf(md,
 		"\nPairwise overlap of the readers' profiles (all runs at a rate together):\n\n");
@@ -243,10 +261,11 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 			profile_overlap(m->prof, v->prof));
 	}
 	fprintf(md, "\nCost per sample (µs) against the workload's stack depth, 999 Hz:\n\n"
-		    "| depth | bpf | memcpy | vmreadv |\n|---|---|---|---|\n");
+		    "| depth | bpf | memcpy | vmreadv | bpf --native |\n|---|---|---|---|---|\n");
 	for (int d = 0; d < ndepths; d++)
-		fprintf(md, "| %d | %.1f | %.1f | %.1f |\n", depths[d], depth_cost[0][d] / 1e3,
-			depth_cost[1][d] / 1e3, depth_cost[2][d] / 1e3);
+		fprintf(md, "| %d | %.1f | %.1f | %.1f | %.1f |\n", depths[d],
+			depth_cost[0][d] / 1e3, depth_cost[1][d] / 1e3, depth_cost[2][d] / 1e3,
+			depth_cost[3][d] / 1e3);
 	fclose(md);
 	fclose(csv);
 
@@ -254,16 +273,16 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 	csv = fopen(path, "w");
 	if (!csv)
 		die("cannot write %s: %s", path, strerror(errno));
-	fprintf(csv, "depth,bpf_ns,memcpy_ns,vmreadv_ns\n");
+	fprintf(csv, "depth,bpf_ns,memcpy_ns,vmreadv_ns,bpf_native_ns\n");
 	for (int d = 0; d < ndepths; d++)
-		fprintf(csv, "%d,%.0f,%.0f,%.0f\n", depths[d], depth_cost[0][d], depth_cost[1][d],
-			depth_cost[2][d]);
+		fprintf(csv, "%d,%.0f,%.0f,%.0f,%.0f\n", depths[d], depth_cost[0][d],
+			depth_cost[1][d], depth_cost[2][d], depth_cost[3][d]);
 	fclose(csv);
 }
 
 static void write_svg(const struct opts *o, double (*cost)[MAX_DEPTHS], const int *depths, int nd)
 {
-	static const char *const colors[NREADERS] = { "#1f77b4", "#d62728", "#2ca02c" };
+	static const char *const colors[NREADERS] = { "#1f77b4", "#d62728", "#2ca02c", "#9467bd" };
 	struct svgplot_series series[NREADERS];
 	struct svgplot plot = { .title = "Read cost per sample against stack depth (999 Hz)",
 				.xlabel = "coroutine chain depth",
@@ -295,7 +314,10 @@ static struct bench_result run_one(const struct opts *o, int r, unsigned int fre
 				    .depth = depth,
 				    .preload = r == 1 ? o->preload : NULL };
 	struct bench_recorder rec = { .path = o->record,
-				      .reader = r >= 0 ? readers[r] : NULL,
+				      .reader = r == NATIVE ? "bpf"
+						: r >= 0    ? readers[r]
+							    : NULL,
+				      .native = r == NATIVE,
 				      .freq = freq,
 				      .output = o->profile,
 				      .stats = o->stats };

@@ -45,12 +45,17 @@ def skeleton(s):
 
 
 def record_mode(record_bin, interp, lib, mode, tmp_path, *extra):
+    """A recording of the chain workload; each stack is unwound by the fast path and by
+    libdw's own unwinder too (ASYNCBPF_NATIVE_CHECK=1), which must agree on every one."""
     out = str(tmp_path / ("%s.collapsed" % mode))
     with Workload(interp.path, "native_chain.py", lib, mode) as w:
-        r = record_checked(record_bin, "-p", w.pid, "--native", *extra, output=out,
-                           pids=[w.pid], cpu=LEAF_CPU)
+        r = record_checked(record_bin, "-p", w.pid, "--native", "--stats", *extra, output=out,
+                           pids=[w.pid], cpu=LEAF_CPU,
+                           env=dict(os.environ, ASYNCBPF_NATIVE_CHECK="1"))
     leaf = [s for s in r.of_pid(w.pid) if s.leaf == "c_leaf"]
     assert total(leaf) >= MIN_LEAF, "only %d samples end in c_leaf" % total(leaf) + r.describe()
+    m = re.search(r"^native stacks checked against libdw: (\d+), (\d+) differ$", r.err, re.M)
+    assert m and int(m.group(1)) >= total(leaf) and m.group(2) == "0", r.describe()
     return r, leaf
 
 

@@ -277,10 +277,17 @@ def test_bench_quick(built, tmp, churn):
     assert r.returncode == 0, r.stderr[-3000:]
     with open(os.path.join(out, "readers.csv")) as f:
         rows = f.read().splitlines()
-    assert len(rows) == 8, rows
-    for reader in READERS:
+    assert len(rows) == 10, rows
+    for reader in READERS + ["bpf --native"]:
         for hz in (99, 999):
             assert any(row.startswith("%s @ %d Hz," % (reader, hz)) for row in rows), rows
+    # the --native rows measure the stack copy and the unwinding, the others do not
+    head = rows[0].split(",")
+    for row in rows[1:]:
+        v = dict(zip(head, row.split(",")))
+        native = v["config"].startswith("bpf --native")
+        assert (v["native_stack_bytes"] != "nan") == native, row
+        assert (v["unwind_ns"] != "nan") == native, row
     with open(os.path.join(out, "depth.svg")) as f:
         assert "<polyline" in f.read()
     assert "| none |" in r.stdout

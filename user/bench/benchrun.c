@@ -179,6 +179,15 @@ static void parse_stats(const char *text, const char *reader, struct bench_resul
 		if (b)
 			res->read_bytes = atof(b + 1);
 	}
+	res->native_bytes = NAN;
+	res->unwind_ns = stat_of(text, "native unwind time per stack");
+	if (!isnan(res->unwind_ns)) {
+		const char *b = strstr(text, "\nnative stacks:");
+
+		b = b ? strstr(b, "), ") : NULL;
+		if (b)
+			res->native_bytes = atof(b + 3);
+	}
 	res->mean_ns = stat_of(text, bpf			 ? "walk time per python sample"
 				     : !strcmp(reader, "memcpy") ? "handler time per sample"
 								 : "walk time per sample");
@@ -219,7 +228,9 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 				    .cost_ns = NAN,
 				    .mean_ns = NAN,
 				    .reads = NAN,
-				    .read_bytes = NAN };
+				    .read_bytes = NAN,
+				    .native_bytes = NAN,
+				    .unwind_ns = NAN };
 	int in[2], out[2], st, efd = -1;
 	pid_t target, recpid = 0;
 
@@ -242,7 +253,8 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 				  "-F", fq, "--stats",
 				  /* the creation probe is BPF's alone: all readers get the
 				   * same task maps, from snapshots */
-				  "--no-origins", "-o", (char *)rec->output, NULL };
+				  "--no-origins", "-o", (char *)rec->output,
+				  rec->native ? "--native" : NULL, NULL };
 
 		snprintf(pidarg, sizeof(pidarg), "%d", target);
 		snprintf(fq, sizeof(fq), "%u", rec->freq);

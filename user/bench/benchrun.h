@@ -21,6 +21,7 @@ struct bench_recorder {
 	unsigned int freq;
 	const char *output; /* where it writes its collapsed profile */
 	const char *stats;  /* where its stderr goes, --stats included */
+	int native;	    /* with --native (bpf) */
 };
 
 struct bench_result {
@@ -29,6 +30,8 @@ struct bench_result {
 	double cost_ns;		  /* read cost per sample: the median of the run's samples */
 	double mean_ns;		  /* and their mean */
 	double reads, read_bytes; /* reads of the target's memory per sample (bpf, vmreadv) */
+	double native_bytes;	  /* --native: user stack bytes copied per sample */
+	double unwind_ns;	  /* --native: the recorder's unwind time per native stack */
 	double taken, recorded, lost;
 	int ok; /* the work finished with the expected result, the recorder exited 0 */
 };

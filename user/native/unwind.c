@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cfirules.h"
 #include "procmaps.h"
 
 /* A frame's name by its pc (as unwound: a return address minus one), per process. */
@@ -27,6 +28,7 @@ struct nproc {
 	double reported; /* when its modules were last read from /proc/PID/maps */
 	struct name_ent *names;
 	size_t nnames, cap;
+	struct cfi_cache *rules;
 	/* the sample being unwound, for libdw's callbacks */
 	pid_t tid;
 	const struct native_hdr *h;
@@ -48,9 +50,18 @@ static double now(void)
 }
 
 /* Modules are reported with their files open (report_maps): libdw never looks one up by
- * its path, which in a container names another file on the host. */
+ * its path, which in a container names another file on the host. The vDSO is no file:
+ * libdw reads it from the process's memory. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		    char **file_name, Elf **elfp)
+{
+	if (!strcmp(name, "[vdso]"))
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
+	return dwfl_build_id_find_elf(mod, userdata, name, base, file_name, elfp);
+}
+
 static const Dwfl_Callbacks proc_callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
+	.find_elf = find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 };
 
@@ -125,6 +136,10 @@ static void report_maps(Dwfl *d, pid_t pid, const struct procmaps *m)
 		bool seen = false;
 		int fd;
 
+		if (!strcmp(e->path, "[vdso]")) {
+			dwfl_report_module(d, e->path, e->start, e->end);
+			continue;
+		}
 		if (e->path[0] != '/')
 			continue;
 		for (size_t j = 0; j < i && !seen; j++)
@@ -151,6 +166,7 @@ static int report(struct unwinder *u, struct nproc *p)
 		dwfl_end(p->dwfl);
 	p->dwfl = NULL;
 	drop_names(p);
+	cfi_cache_clear(p->rules);
 	p->reported = now();
 	u->st.reports++;
 	rc = procmaps_read(p->pid, &m);
@@ -198,6 +214,10 @@ static struct nproc *proc_of(struct unwinder *u, pid_t pid)
 	}
 	/* each apart: libdw keeps a pointer to it as its callbacks' argument */
 	p = calloc(1, sizeof(*p));
+	if (p && !(p->rules = cfi_cache_new())) {
+		free(p);
+		p = NULL;
+	}
 	if (!p)
 		return NULL;
 	p->pid = pid;
@@ -311,7 +331,7 @@ static int name_pc(struct nproc *p, const char *interp, uint64_t pc, struct name
 	return 0;
 }
 
-static const struct name_ent *lookup(struct nproc *p, const char *interp, uint64_t pc)
+static const struct name_ent *lookup(struct nproc *p, const char *interp, uint64_t pc, bool *named)
 {
 	struct name_ent *e, tmp = { 0 };
 
@@ -320,6 +340,7 @@ static const struct name_ent *lookup(struct nproc *p, const char *interp, uint64
 	e = name_slot(p, pc);
 	if (e->pc)
 		return e;
+	*named = true;
 	if (name_pc(p, interp, pc, &tmp))
 		return NULL;
 	tmp.pc = pc;
@@ -357,12 +378,73 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* libdw's own unwinder: the fallback, and the check of the fast path. */
+static enum native_end slow_walk(struct nproc *p, struct walk *w)
+{
+	int rc;
+
+	w->n = 0;
+	w->no_module = false;
+	rc = dwfl_getthread_frames(p->dwfl, p->tid, on_frame, w);
+	if (rc == 0)
+		return NATIVE_END_ROOT;
+	/* libdw stops where a read misses the copy or a CFA rule cannot be evaluated */
+	return w->n && !w->no_module ? NATIVE_END_COPY : NATIVE_END_ERROR;
+}
+
+/* The cached rules (cfirules.c); -1 where a frame needs libdw. */
+static int fast_walk(struct nproc *p, struct walk *w, enum native_end *end)
+{
+	struct cfi_regs r = { .valid = (1u << NATIVE_REGS) - 1 };
+	uint64_t pc;
+
+	memcpy(r.r, p->h->regs, sizeof(r.r));
+	w->n = 0;
+	for (pc = r.r[NATIVE_REGS - 1];; pc = r.r[NATIVE_REGS - 1] - 1) {
+		if (w->n == NATIVE_MAX_FRAMES) {
+			*end = NATIVE_END_COPY;
+			return 0;
+		}
+		w->pcs[w->n] = pc;
+		w->sps[w->n++] = r.r[7];
+		switch (cfi_step(p->rules, p->dwfl, pc, &r, p->h, p->stack)) {
+		case CFI_STEP_OK:
+			continue;
+		case CFI_STEP_ROOT:
+			*end = NATIVE_END_ROOT;
+			return 0;
+		case CFI_STEP_COPY:
+			*end = NATIVE_END_COPY;
+			return 0;
+		case CFI_STEP_SLOW:
+			return -1;
+		}
+	}
+}
+
+/* ASYNCBPF_NATIVE_CHECK=1: each stack unwound both ways, differences counted (=2: and
+ * printed) */
+static int check_fast = -1;
+
+static void print_mismatch(const struct walk *a, enum native_end ea, const struct walk *b,
+			   enum native_end eb)
+{
+	fprintf(stderr, "asyncbpf: native check: fast path %u frames (end %d), libdw %u (end %d)\n",
+		a->n, ea, b->n, eb);
+	for (unsigned int i = 0; i < a->n || i < b->n; i++)
+		fprintf(stderr, "  %2u %#18llx %#18llx\n", i,
+			(unsigned long long)(i < a->n ? a->pcs[i] : 0),
+			(unsigned long long)(i < b->n ? b->pcs[i] : 0));
+}
+
 int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp,
 		    const struct native_hdr *h, const uint8_t *stack, struct native_stack *out)
 {
 	double t0 = now();
 	struct nproc *p = proc_of(u, pid);
 	struct walk w = { .p = p };
+	bool named = false;
+	uint64_t ns;
 	int rc;
 
 	out->n = 0;
@@ -385,19 +467,37 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 	p->tid = tid;
 	p->h = h;
 	p->stack = stack;
-	rc = dwfl_getthread_frames(p->dwfl, tid, on_frame, &w);
+	if (check_fast < 0)
+		check_fast =
+			getenv("ASYNCBPF_NATIVE_CHECK") ? atoi(getenv("ASYNCBPF_NATIVE_CHECK")) : 0;
+	if (fast_walk(p, &w, &out->end)) {
+		u->st.slow++;
+		out->end = slow_walk(p, &w);
+	} else if (check_fast) {
+		struct walk *ref = malloc(sizeof(*ref));
+		enum native_end end;
+
+		if (!ref)
+			return -ENOMEM;
+		*ref = (struct walk){ .p = p };
+		end = slow_walk(p, ref);
+		u->st.checked++;
+		if (end != out->end || ref->n != w.n ||
+		    memcmp(ref->pcs, w.pcs, w.n * sizeof(w.pcs[0]))) {
+			u->st.mismatches++;
+			if (check_fast > 1)
+				print_mismatch(&w, out->end, ref, end);
+		}
+		free(ref);
+	}
 	if (w.no_module && t0 - p->reported > 1) {
 		dwfl_end(p->dwfl);
 		p->dwfl = NULL;
 		drop_names(p);
+		cfi_cache_clear(p->rules);
 	}
-	if (rc == 0)
-		out->end = NATIVE_END_ROOT;
-	else if (w.n && !w.no_module)
-		/* libdw stops where a read misses the copy or a CFA rule cannot be evaluated */
-		out->end = NATIVE_END_COPY;
 	for (unsigned int i = 0; i < w.n && p->dwfl; i++) {
-		const struct name_ent *e = lookup(p, interp, w.pcs[i]);
+		const struct name_ent *e = lookup(p, interp, w.pcs[i], &named);
 
 		if (!e)
 			return -ENOMEM;
@@ -419,7 +519,12 @@ done:
 	else if (out->end == NATIVE_END_ERROR)
 		u->st.ended_error++;
 	u->st.frames += out->n;
-	u->st.ns += (uint64_t)((now() - t0) * 1e9);
+	ns = (uint64_t)((now() - t0) * 1e9);
+	u->st.ns += ns;
+	if (!named) {
+		u->st.warm++;
+		u->st.warm_ns += ns;
+	}
 	return 0;
 }
 
@@ -449,6 +554,7 @@ void unwinder_forget(struct unwinder *u, pid_t pid)
 			dwfl_end(p->dwfl);
 		p->dwfl = NULL;
 		drop_names(p);
+		cfi_cache_clear(p->rules);
 		p->pid = 0;
 		p->reported = 0;
 	}
@@ -462,6 +568,7 @@ void unwinder_free(struct unwinder *u)
 		if (u->procs[i]->dwfl)
 			dwfl_end(u->procs[i]->dwfl);
 		drop_names(u->procs[i]);
+		cfi_cache_free(u->procs[i]->rules);
 		free(u->procs[i]);
 	}
 	free(u->procs);

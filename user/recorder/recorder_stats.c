@@ -186,6 +186,17 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		fprintf(f, "native unwind time per stack: %llu ns; module reads: %llu (%.3f s)\n",
 			(unsigned long long)(us.stacks ? us.ns / us.stacks : 0),
 			(unsigned long long)us.reports, (double)us.report_ns / 1e9);
+		fprintf(f,
+			"native unwind time per known stack: %llu ns (%llu stacks whose frames "
+			"were all named before)\n",
+			(unsigned long long)(us.warm ? us.warm_ns / us.warm : 0),
+			(unsigned long long)us.warm);
+		fprintf(f,
+			"native stacks unwound by libdw: %llu (a frame with no simple CFI rule)\n",
+			(unsigned long long)us.slow);
+		if (us.checked)
+			fprintf(f, "native stacks checked against libdw: %llu, %llu differ\n",
+				(unsigned long long)us.checked, (unsigned long long)us.mismatches);
 	}
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: runs the demo service (examples/demo/service.py, Debian's python3 with
-# python3-aiohttp and python3-numpy) under asyncbpf-record, drives it with an HTTP
+# python3-aiohttp and python3-numpy) under asyncbpf-record --native (Python and native
+# frames: what NumPy and zlib do below the service's code), drives it with an HTTP
 # client from another process, writes demo.pb.gz and demo.html, and prints the
 # heaviest stacked stacks of each route.
 #
@@ -64,8 +65,8 @@ trap 'exit 143' TERM
 # the terminal.
 echo "demo: recording $DEMO/service.py at $FREQ Hz while $DEMO/load.py drives it" \
 	"over HTTP for $SECS s"
-echo "demo: $REC -F $FREQ -o demo.pb.gz -- $PY $DEMO/service.py ..."
-"$REC" -F "$FREQ" -o "$tmp/demo.pb.gz" -- \
+echo "demo: $REC --native -F $FREQ -o demo.pb.gz -- $PY $DEMO/service.py ..."
+"$REC" --native -F "$FREQ" -o "$tmp/demo.pb.gz" -- \
 	"$PY" "$DEMO/service.py" --port-file "$tmp/port" --log-file "$tmp/audit.log" \
 	>"$tmp/service.out" &
 rec=$!

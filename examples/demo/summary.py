@@ -2,7 +2,9 @@
 in collapsed format (asyncbpf-report -o FILE.collapsed converts a pprof file).
 
 Each stack is shown from the route's task down, one `<task NAME>` per task, with the
-service's own frames and the function that was running:
+service's own frames and the function that was running (with --native, a C function of
+NumPy, zlib or libc below the Python frames); then the route's heaviest running
+functions:
 
   <POST /ingest> > ingest > <ingest-batch> > ingest_batch > <decode-block> > decode_block > inflate
 
@@ -43,12 +45,20 @@ def compact(frames):
     return " > ".join(out)
 
 
+def leaf_name(frame):
+    """A frame as the running function: a Python frame's qualname, or a native frame."""
+    m = FRAME.match(frame)
+    return m.group(1).split(".<locals>.")[-1] if m else frame
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("collapsed")
     ap.add_argument("--top", type=int, default=3)
     args = ap.parse_args()
     per_route = {r: collections.Counter() for r in ROUTES}
+    # the running function of each route's samples, below the service's last frame
+    running = {r: collections.Counter() for r in ROUTES}
     total = 0
     with open(args.collapsed) as f:
         for line in f:
@@ -62,6 +72,7 @@ def main():
                 if "<task %s>" % r in frames:
                     i = frames.index("<task %s>" % r)
                     per_route[r][compact(frames[i:])] += n
+                    running[r][leaf_name(frames[-1])] += n
     if not total:
         raise SystemExit("summary: no samples in %s" % args.collapsed)
     print("%d samples; the heaviest stacks of each route, from the route's task down to "
@@ -71,6 +82,8 @@ def main():
         print("\n%s: %d samples, %.0f%%" % (r, sum(c.values()), 100.0 * sum(c.values()) / total))
         for stack, n in c.most_common(args.top):
             print("  %5.1f%%  %s" % (100.0 * n / total, stack))
+        top = running[r].most_common(args.top + 2)
+        print("  running: " + ", ".join("%s %.1f%%" % (f, 100.0 * n / total) for f, n in top))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""make demo, shortened (5 s of load, at 499 Hz for enough samples on a busy machine): each route's problem shows under that route's
+"""make demo, shortened (5 s of load, at 499 Hz for enough samples on a busy machine):
+each route's problem shows under that route's
 chain of tasks, in the pprof file it writes and in the summary it prints."""
 import os
 import subprocess
@@ -101,3 +102,18 @@ def test_demo_problem_under_its_route(demo, problem):
     want = " > ".join("<%s>" % t for t in chain[1:])
     assert leaf in body and all("<%s>" % t in body for t in chain[1:]), (
         "the summary does not show %s under %s (%s):\n%s" % (leaf, chain[0], want, stdout))
+
+
+def test_demo_native_below_numpy(demo):
+    """The demo records with --native: below GET /report's moving_average, what NumPy runs
+    in C (its extension's frames, libc's) is there, and the summary names it."""
+    from helpers import NativeFrame
+    stdout, samples, _ = demo
+    mine = problem_samples(samples, "moving_average", None)
+    native = [s for s in mine if any(isinstance(f, NativeFrame) and "_multiarray_umath" in f
+                                     for f in s.frames)]
+    assert total(native) >= 0.5 * total(mine), (
+        "%d of %d moving_average samples show NumPy's C frames" % (total(native), total(mine))
+        + show(mine))
+    section = stdout.split("\nGET /report:", 1)[1].split("\n\n", 1)[0]
+    assert "  running: " in section, stdout

@@ -55,7 +55,8 @@ static double now(void)
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
-	if (!strcmp(name, "[vdso]"))
+	/* libdw's name for it, with the pid whose memory holds it */
+	if (!strncmp(name, "[vdso: ", 7))
 		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 	return dwfl_build_id_find_elf(mod, userdata, name, base, file_name, elfp);
 }
@@ -137,7 +138,10 @@ static void report_maps(Dwfl *d, pid_t pid, const struct procmaps *m)
 		int fd;
 
 		if (!strcmp(e->path, "[vdso]")) {
-			dwfl_report_module(d, e->path, e->start, e->end);
+			char name[32];
+
+			snprintf(name, sizeof(name), "[vdso: %d]", (int)pid);
+			dwfl_report_module(d, name, e->start, e->end);
 			continue;
 		}
 		if (e->path[0] != '/')
@@ -320,7 +324,8 @@ static int name_pc(struct nproc *p, const char *interp, uint64_t pc, struct name
 	/* a symbol of no size names pc only if it starts pc's function; "@VERSION" dropped */
 	if (sym && (s.st_size ? off < s.st_size : start && s.st_value - bias == start))
 		name = strndup(sym, strcspn(sym, "@"));
-	else if (asprintf(&name, "%s+0x%llx", base_name(modname),
+	else if (asprintf(&name, "%s+0x%llx",
+			  !strncmp(modname, "[vdso: ", 7) ? "[vdso]" : base_name(modname),
 			  (unsigned long long)(start ? start : pc - bias)) < 0)
 		name = NULL;
 	if (!name)

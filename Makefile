@@ -86,7 +86,7 @@ $(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
 # the --native tests' C chain: no frame pointers, each call a frame of its own
 $(NATIVE_CHAIN): tests/native/chain.c | $(OUT)
 	@mkdir -p $(@D)
-	$(CC) -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -fPIC -shared $< -o $@
+	$(CC) -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -fPIC -shared $< -pthread -o $@
 
 $(OUT):
 	mkdir -p $@

@@ -250,3 +250,20 @@ def test_zlib_inflate(root_record_bin, interp, tmp_path):
     assert total(good) >= 0.3 * total(mine), (
         "%d of %d samples in inflate under hot_inflate" % (total(good), total(mine))
         + show(mine))
+
+
+def test_native_thread(root_record_bin, interp, chain_lib, tmp_path):
+    """A thread Python does not know (started in C) gets its native stack, under
+    [no Python thread state]."""
+    from helpers import NO_TSTATE
+    out = str(tmp_path / "thread.collapsed")
+    with Workload(interp.path, "native_chain.py", chain_lib, "thread") as w:
+        r = record_checked(root_record_bin, "-p", w.pid, "--native", output=out, pids=[w.pid],
+                           cpu=LEAF_CPU)
+    mine = [s for s in r.of_pid(w.pid) if s.tid != w.pid]
+    assert total(mine) >= MIN_LEAF, "the native thread has %d samples" % total(mine) + r.describe()
+    good = [s for s in mine if s.frames and s.frames[0] == NO_TSTATE and
+            s.frames[-4:] == ["spin"] + C_CHAIN]
+    assert total(good) >= SHARE * total(mine), (
+        "%d of %d samples of the native thread are [no Python thread state] then "
+        "spin -> c_outer -> c_mid -> c_leaf" % (total(good), total(mine)) + show(mine))

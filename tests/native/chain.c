@@ -36,3 +36,21 @@ __attribute__((noinline)) void cb_outer(void (*cb)(void))
 	cb_mid(cb);
 	chain_sink++;
 }
+
+#include <pthread.h>
+
+static void *spin(void *arg)
+{
+	(void)arg;
+	for (;;)
+		c_outer(20000000);
+	return 0;
+}
+
+/* A thread Python does not know (no thread state), spinning in the chain. */
+int start_native_thread(void)
+{
+	pthread_t t;
+
+	return pthread_create(&t, 0, spin, 0);
+}

@@ -1,7 +1,8 @@
 """The --native tests' workload: Python calls a C chain (tests/native/chain.c, through
 ctypes) that spins in c_leaf. argv: the library, then the mode: plain (hot -> c_outer ->
-c_mid -> c_leaf), callback (hot_cb -> cb_outer -> cb_mid -> py_callback -> c_outer -> ...)
-or task (an asyncio task chain whose running task calls the chain)."""
+c_mid -> c_leaf), callback (hot_cb -> cb_outer -> cb_mid -> py_callback -> c_outer -> ...),
+task (an asyncio task chain whose running task calls the chain) or thread (a native
+thread, unknown to Python, spins in the chain while the main thread sleeps)."""
 import asyncio
 import ctypes
 import json
@@ -45,9 +46,15 @@ async def main():
     await asyncio.create_task(outer_task(), name="native-outer")
 
 
+if mode == "thread":
+    assert lib.start_native_thread() == 0
 print(json.dumps({"mode": mode}))
 print("READY", flush=True)
-if mode == "plain":
+if mode == "thread":
+    import time
+    while True:
+        time.sleep(1)
+elif mode == "plain":
     hot()
 elif mode == "callback":
     hot_cb()

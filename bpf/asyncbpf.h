@@ -42,9 +42,12 @@ enum sample_flags {
 /* --native: the interrupted user registers and a copy of the user stack from rsp up,
  * unwound in userspace. Registers in DWARF order (x86-64: rax rdx rcx rbx rsi rdi rbp rsp
  * r8-r15 rip). */
-#define NATIVE_REGS	   17
-#define NATIVE_STACK_PAGES 8 /* most copied: 32 KiB reach the eval loop from BLAS */
-#define NATIVE_STACK_MAX   (NATIVE_STACK_PAGES * 4096)
+#define NATIVE_REGS 17
+/* most copied, perf's limit: 32 KiB reach the eval loop from BLAS, deep await chains
+ * (a C call per awaiting coroutine) take more */
+#define NATIVE_STACK_PAGES   16
+#define NATIVE_STACK_MAX     (NATIVE_STACK_PAGES * 4096)
+#define NATIVE_STACK_DEFAULT (32 << 10)
 
 enum native_flags {
 	NATIVE_NO_REGS = 1 << 0,   /* in the kernel with no way to the user registers */

@@ -187,8 +187,8 @@ def test_native_refused_with_wall(root_record_bin):
     assert r.rc == 1 and "--native goes with --mode cpu" in r.err, r.describe()
     r = record(root_record_bin, "--native-all", "-d", "1")
     assert r.rc == 1 and "need --native" in r.err, r.describe()
-    r = record(root_record_bin, "--native", "--native-stack", "64", "-d", "1")
-    assert r.rc == 1 and "invalid --native-stack '64'" in r.err, r.describe()
+    r = record(root_record_bin, "--native", "--native-stack", "65", "-d", "1")
+    assert r.rc == 1 and "invalid --native-stack '65'" in r.err, r.describe()
 
 
 # -- real libraries: NumPy's BLAS, zlib ---------------------------------------------------

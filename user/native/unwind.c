@@ -29,6 +29,10 @@ struct nproc {
 	struct name_ent *names;
 	size_t nnames, cap;
 	struct cfi_cache *rules;
+	/* the eval loop's functions in the interpreter's ELF (its .cold parts too, where
+	 * named): found once, so that its other functions need no name */
+	Dwarf_Addr eval_lo[4], eval_hi[4];
+	int neval; /* -1: not looked for yet */
 	/* the sample being unwound, for libdw's callbacks */
 	pid_t tid;
 	const struct native_hdr *h;
@@ -38,6 +42,7 @@ struct nproc {
 struct unwinder {
 	struct nproc **procs;
 	size_t nprocs, cap;
+	bool interp_names; /* name the interpreter's own functions (--native-all) */
 	struct unwinder_stats st;
 };
 
@@ -171,6 +176,7 @@ static int report(struct unwinder *u, struct nproc *p)
 	p->dwfl = NULL;
 	drop_names(p);
 	cfi_cache_clear(p->rules);
+	p->neval = -1;
 	p->reported = now();
 	u->st.reports++;
 	rc = procmaps_read(p->pid, &m);
@@ -205,6 +211,7 @@ static struct nproc *proc_of(struct unwinder *u, pid_t pid)
 	}
 	if (slot) {
 		(*slot)->pid = pid;
+		(*slot)->neval = -1;
 		return *slot;
 	}
 	if (u->nprocs == u->cap) {
@@ -218,6 +225,8 @@ static struct nproc *proc_of(struct unwinder *u, pid_t pid)
 	}
 	/* each apart: libdw keeps a pointer to it as its callbacks' argument */
 	p = calloc(1, sizeof(*p));
+	if (p)
+		p->neval = -1;
 	if (p && !(p->rules = cfi_cache_new())) {
 		free(p);
 		p = NULL;
@@ -297,9 +306,30 @@ static bool is_eval(const char *name)
 	       (!name[sizeof(eval) - 1] || name[sizeof(eval) - 1] == '.');
 }
 
+/* Where the eval loop's functions are in the interpreter's module: one pass over its
+ * symbols, instead of a name for each of its pcs (libdw looks a name up by a pass over
+ * all symbols). */
+static void find_eval(struct nproc *p, Dwfl_Module *mod)
+{
+	int n = dwfl_module_getsymtab(mod);
+
+	p->neval = 0;
+	for (int i = 1; i < n && p->neval < 4; i++) {
+		GElf_Sym s;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(mod, i, &s, &addr, NULL, NULL, NULL);
+
+		if (name && s.st_size && GELF_ST_TYPE(s.st_info) == STT_FUNC && is_eval(name)) {
+			p->eval_lo[p->neval] = addr;
+			p->eval_hi[p->neval++] = addr + s.st_size;
+		}
+	}
+}
+
 /* "symbol" when a symbol covers pc, else "module+0xSTART" of its FDE's function: never the
  * nearest symbol before it, which names another function in a stripped file. */
-static int name_pc(struct nproc *p, const char *interp, uint64_t pc, struct name_ent *e)
+static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint64_t pc,
+		   struct name_ent *e)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
 	const char *modname, *sym;
@@ -318,6 +348,18 @@ static int name_pc(struct nproc *p, const char *interp, uint64_t pc, struct name
 	modname = dwfl_module_info(mod, NULL, &mstart, NULL, NULL, NULL, NULL, NULL);
 	if (!modname)
 		modname = "?";
+	if (interp && !strcmp(modname, interp)) {
+		if (p->neval < 0)
+			find_eval(p, mod);
+		e->kind = NATIVE_INTERP;
+		for (int i = 0; i < p->neval; i++)
+			if (pc >= p->eval_lo[i] && pc < p->eval_hi[i])
+				e->kind = NATIVE_EVAL;
+		if (!interp_names) {
+			e->name = strdup("[interpreter]");
+			return e->name ? 0 : -ENOMEM;
+		}
+	}
 	sym = dwfl_module_addrinfo(mod, pc, &off, &s, NULL, NULL, NULL);
 	start = fde_start(mod, pc);
 	dwfl_module_getelf(mod, &bias);
@@ -330,13 +372,12 @@ static int name_pc(struct nproc *p, const char *interp, uint64_t pc, struct name
 		name = NULL;
 	if (!name)
 		return -ENOMEM;
-	if (interp && !strcmp(modname, interp))
-		e->kind = is_eval(name) ? NATIVE_EVAL : NATIVE_INTERP;
 	e->name = name;
 	return 0;
 }
 
-static const struct name_ent *lookup(struct nproc *p, const char *interp, uint64_t pc, bool *named)
+static const struct name_ent *lookup(struct nproc *p, const char *interp, bool interp_names,
+				     uint64_t pc, bool *named)
 {
 	struct name_ent *e, tmp = { 0 };
 
@@ -346,7 +387,7 @@ static const struct name_ent *lookup(struct nproc *p, const char *interp, uint64
 	if (e->pc)
 		return e;
 	*named = true;
-	if (name_pc(p, interp, pc, &tmp))
+	if (name_pc(p, interp, interp_names, pc, &tmp))
 		return NULL;
 	tmp.pc = pc;
 	*e = tmp;
@@ -502,7 +543,7 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 		cfi_cache_clear(p->rules);
 	}
 	for (unsigned int i = 0; i < w.n && p->dwfl; i++) {
-		const struct name_ent *e = lookup(p, interp, w.pcs[i], &named);
+		const struct name_ent *e = lookup(p, interp, u->interp_names, w.pcs[i], &named);
 
 		if (!e)
 			return -ENOMEM;
@@ -543,9 +584,13 @@ const struct native_hdr *native_of(const struct py_sample *s, size_t size)
 	return (const void *)((const char *)s + at);
 }
 
-struct unwinder *unwinder_new(void)
+struct unwinder *unwinder_new(bool interp_names)
 {
-	return calloc(1, sizeof(struct unwinder));
+	struct unwinder *u = calloc(1, sizeof(struct unwinder));
+
+	if (u)
+		u->interp_names = interp_names;
+	return u;
 }
 
 void unwinder_forget(struct unwinder *u, pid_t pid)

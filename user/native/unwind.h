@@ -11,7 +11,7 @@
 
 #include "../../bpf/asyncbpf.h"
 
-#define NATIVE_MAX_FRAMES 128
+#define NATIVE_MAX_FRAMES 512
 
 enum native_kind {
 	NATIVE_OTHER,  /* a frame of some library or executable: shown */
@@ -27,7 +27,8 @@ struct native_frame {
 
 enum native_end {
 	NATIVE_END_ROOT,  /* the outermost frame was reached */
-	NATIVE_END_COPY,  /* the stack copy ended first: frames towards the root are unknown */
+	NATIVE_END_COPY,  /* the stack copy ended first (or NATIVE_MAX_FRAMES were unwound):
+			   * frames towards the root are unknown */
 	NATIVE_END_ERROR, /* no registers, an address in no module, or CFI missing */
 };
 
@@ -44,7 +45,9 @@ const struct native_hdr *native_of(const struct py_sample *s, size_t size);
 
 struct unwinder;
 
-struct unwinder *unwinder_new(void);
+/* interp_names: name the interpreter's own C functions (else they are "[interpreter]",
+ * which --native-all would show; the eval loop is found without its name). */
+struct unwinder *unwinder_new(bool interp_names);
 void unwinder_free(struct unwinder *u);
 
 /* Unwinds one thread's sample of process pid; interp is the path (as the process maps

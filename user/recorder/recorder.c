@@ -273,7 +273,7 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 		free(a);
 		return EXIT_ENV;
 	}
-	if (o->native_bytes && !(a->rec.unw = unwinder_new())) {
+	if (o->native_bytes && !(a->rec.unw = unwinder_new(o->native_all))) {
 		recorder_say(a, "out of memory");
 		record_fini(&a->rec);
 		free(a->listed);

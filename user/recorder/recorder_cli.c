@@ -31,7 +31,7 @@ const char recorder_cli_help[] =
 	"                         table (default 64; 0: none)\n"
 	"      --native           native frames too (C extensions, libraries), unwound from a\n"
 	"                         copy of each sample's user stack; CPU mode, BPF reader\n"
-	"      --native-stack KIB user stack copied per sample (default 32, 4 to 32)\n"
+	"      --native-stack KIB user stack copied per sample (default 32, 4 to 64)\n"
 	"      --native-all       with --native, the interpreter's own C functions too\n"
 	"  -v, --verbose          libbpf and verifier messages\n"
 	"      --reader READER    how stacks are read (needs -p unless bpf): bpf (default), in\n"
@@ -147,7 +147,7 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 		return 1;
 	case 'X':
 		cli->native = true;
-		o->native_bytes = o->native_bytes ? o->native_bytes : NATIVE_STACK_MAX;
+		o->native_bytes = o->native_bytes ? o->native_bytes : NATIVE_STACK_DEFAULT;
 		return 1;
 	case 'S':
 		if (number(arg, 4, NATIVE_STACK_MAX / 1024, &v))

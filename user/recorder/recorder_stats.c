@@ -180,9 +180,11 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 				? (double)st.stat[STAT_NATIVE_BYTES] / (double)st.stat[STAT_NATIVE]
 				: 0.0);
 		fprintf(f,
-			"native stacks short of the root: %llu (the copy ended), %llu (no "
-			"registers, no module or no CFI)\n",
-			(unsigned long long)us.ended_copy, (unsigned long long)us.ended_error);
+			"native stacks short of the root: %llu (the copy ended, or %d frames), "
+			"%llu "
+			"(no registers, no module or no CFI)\n",
+			(unsigned long long)us.ended_copy, NATIVE_MAX_FRAMES,
+			(unsigned long long)us.ended_error);
 		fprintf(f, "native unwind time per stack: %llu ns; module reads: %llu (%.3f s)\n",
 			(unsigned long long)(us.stacks ? us.ns / us.stacks : 0),
 			(unsigned long long)us.reports, (double)us.report_ns / 1e9);

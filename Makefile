@@ -30,7 +30,7 @@ TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
 HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
-NATIVE_CHAIN := $(OUT)/tests/libchain.so
+NATIVE_CHAIN := $(OUT)/tests/libchain.so $(OUT)/tests/chainext.abi3.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
 .PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
@@ -83,10 +83,14 @@ $(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
 $(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
 	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -shared $< -ldl -o $@
 
-# the --native tests' C chain: no frame pointers, each call a frame of its own
-$(NATIVE_CHAIN): tests/native/chain.c | $(OUT)
+# the --native tests' C chains (a library for ctypes, an extension module): no frame
+# pointers, each call a frame of its own
+$(OUT)/tests/libchain.so: tests/native/chain.c | $(OUT)
 	@mkdir -p $(@D)
 	$(CC) -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -fPIC -shared $< -pthread -o $@
+$(OUT)/tests/chainext.abi3.so: tests/native/chainext.c | $(OUT)
+	@mkdir -p $(@D)
+	$(CC) -O2 -fomit-frame-pointer -fno-optimize-sibling-calls -fPIC -shared $< -o $@
 
 $(OUT):
 	mkdir -p $@

@@ -18,13 +18,15 @@ SHARE = 0.95
 LEAF_CPU = 1.5
 MIN_LEAF = 100
 C_CHAIN = ["c_outer", "c_mid", "c_leaf"]
-OURS = set(C_CHAIN) | {"cb_outer", "cb_mid"}
+EXT_CHAIN = ["ext_outer", "ext_mid", "ext_leaf"]
+OURS = set(C_CHAIN) | {"cb_outer", "cb_mid"} | set(EXT_CHAIN) | {"ext_cb_outer", "ext_cb_mid"}
 
 
 @pytest.fixture(scope="module")
 def chain_lib():
-    if not os.path.exists(CHAIN):
-        pytest.skip("%s not built (run make)" % CHAIN)
+    for f in (CHAIN, os.path.join(os.path.dirname(CHAIN), "chainext.abi3.so")):
+        if not os.path.exists(f):
+            pytest.skip("%s not built (run make)" % f)
     return CHAIN
 
 
@@ -44,7 +46,7 @@ def skeleton(s):
     return out
 
 
-def record_mode(record_bin, interp, lib, mode, tmp_path, *extra):
+def record_mode(record_bin, interp, lib, mode, tmp_path, *extra, leaf_name="c_leaf"):
     """A recording of the chain workload; each stack is unwound by the fast path and by
     libdw's own unwinder too (ASYNCBPF_NATIVE_CHECK=1), which must agree on every one."""
     out = str(tmp_path / ("%s.collapsed" % mode))
@@ -52,15 +54,16 @@ def record_mode(record_bin, interp, lib, mode, tmp_path, *extra):
         r = record_checked(record_bin, "-p", w.pid, "--native", "--stats", *extra, output=out,
                            pids=[w.pid], cpu=LEAF_CPU,
                            env=dict(os.environ, ASYNCBPF_NATIVE_CHECK="1"))
-    leaf = [s for s in r.of_pid(w.pid) if s.leaf == "c_leaf"]
-    assert total(leaf) >= MIN_LEAF, "only %d samples end in c_leaf" % total(leaf) + r.describe()
+    leaf = [s for s in r.of_pid(w.pid) if s.leaf == leaf_name]
+    assert total(leaf) >= MIN_LEAF, "only %d samples end in %s" % (
+        total(leaf), leaf_name) + r.describe()
     m = re.search(r"^native stacks checked against libdw: (\d+), (\d+) differ$", r.err, re.M)
     assert m and int(m.group(1)) >= total(leaf) and m.group(2) == "0", r.describe()
     return r, leaf
 
 
-def exact_share(leaf, want):
-    good = [s for s in leaf if skeleton(s) == want and s.frames[-3:] == C_CHAIN]
+def exact_share(leaf, want, chain=C_CHAIN):
+    good = [s for s in leaf if skeleton(s) == want and s.frames[-3:] == chain]
     return total(good) / total(leaf), [s for s in leaf if s not in good]
 
 
@@ -74,6 +77,22 @@ def test_chain(root_record_bin, interp, chain_lib, tmp_path, mode, want):
     r, leaf = record_mode(root_record_bin, interp, chain_lib, mode, tmp_path)
     share, bad = exact_share(leaf, want)
     assert share >= SHARE, ("%.1f%% of c_leaf's samples show %s" % (100 * share, want)
+                            + show(bad, header="others") + r.describe())
+
+
+@pytest.mark.parametrize("mode, want", [
+    ("ext", ["<module>", "hot_ext"] + EXT_CHAIN),
+    ("ext-callback", ["<module>", "hot_ext_cb", "ext_cb_outer", "ext_cb_mid",
+                      "py_ext_callback"] + EXT_CHAIN),
+])
+def test_extension(root_record_bin, interp, chain_lib, tmp_path, mode, want):
+    """The same through a C extension module (tests/native/chainext.c), called by the
+    interpreter's own C-call path: Python -> C -> C -> C and C -> Python -> C, exact in
+    95% of the leaf's samples."""
+    r, leaf = record_mode(root_record_bin, interp, chain_lib, mode, tmp_path,
+                          leaf_name="ext_leaf")
+    share, bad = exact_share(leaf, want, EXT_CHAIN)
+    assert share >= SHARE, ("%.1f%% of ext_leaf's samples show %s" % (100 * share, want)
                             + show(bad, header="others") + r.describe())
 
 

@@ -1,15 +1,22 @@
 """The --native tests' workload: Python calls a C chain (tests/native/chain.c, through
 ctypes) that spins in c_leaf. argv: the library, then the mode: plain (hot -> c_outer ->
 c_mid -> c_leaf), callback (hot_cb -> cb_outer -> cb_mid -> py_callback -> c_outer -> ...),
-task (an asyncio task chain whose running task calls the chain) or thread (a native
-thread, unknown to Python, spins in the chain while the main thread sleeps)."""
+task (an asyncio task chain whose running task calls the chain), thread (a native
+thread, unknown to Python, spins in the chain while the main thread sleeps), and through
+the C extension chainext: ext (hot_ext -> ext_outer -> ext_mid -> ext_leaf) and
+ext-callback (hot_ext_cb -> ext_cb_outer -> ext_cb_mid -> py_ext_callback -> ext_outer
+-> ...)."""
 import asyncio
 import ctypes
 import json
+import os
 import sys
 
 lib = ctypes.CDLL(sys.argv[1])
 mode = sys.argv[2]
+# the C extension (tests/native/chainext.c) sits beside the library
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import chainext  # noqa: E402
 lib.c_outer.argtypes = [ctypes.c_uint64]
 CALLBACK = ctypes.CFUNCTYPE(None)
 N = 20000000
@@ -30,6 +37,20 @@ callback = CALLBACK(py_callback)
 def hot_cb():
     while True:
         lib.cb_outer(callback)
+
+
+def hot_ext():
+    while True:
+        chainext.ext_outer(N)
+
+
+def py_ext_callback():
+    chainext.ext_outer(N)
+
+
+def hot_ext_cb():
+    while True:
+        chainext.ext_cb_outer(py_ext_callback)
 
 
 async def leaf_task():
@@ -56,6 +77,10 @@ if mode == "thread":
         time.sleep(1)
 elif mode == "plain":
     hot()
+elif mode == "ext":
+    hot_ext()
+elif mode == "ext-callback":
+    hot_ext_cb()
 elif mode == "callback":
     hot_cb()
 else:

@@ -14,9 +14,10 @@ import sys
 
 lib = ctypes.CDLL(sys.argv[1])
 mode = sys.argv[2]
-# the C extension (tests/native/chainext.c) sits beside the library
-sys.path.insert(0, os.path.dirname(sys.argv[1]))
-import chainext  # noqa: E402
+if mode.startswith("ext"):
+    # the C extension (tests/native/chainext.c) sits beside the library
+    sys.path.insert(0, os.path.dirname(sys.argv[1]))
+    import chainext
 lib.c_outer.argtypes = [ctypes.c_uint64]
 CALLBACK = ctypes.CFUNCTYPE(None)
 N = 20000000

@@ -1,8 +1,10 @@
 """make bench-kernels, inside a guest (tests/kernels/guest-cost.sh): the BPF walker's
 cost per sample (asyncbpf-record --stats) on a 60-frame synchronous stack and on the
-chain workload, under Debian's python3.11 and pyenv's 3.12, ROUNDS recordings each.
-Writes RESULTS/cost.txt: one line per recording, "workload interpreter median_ns
-mean_ns walker"."""
+chain workload, under Debian's python3.11 and pyenv's 3.12, ROUNDS recordings each; on a
+kernel with bpf_loop, each also with the bounded-loop walker (ASYNCBPF_TEST_BOUNDED=1),
+so that a kernel's own cost and the walker variant's can be told apart. Writes
+RESULTS/cost.txt: one line per recording, "workload interpreter median_ns mean_ns
+walker"."""
 import os
 import re
 import sys
@@ -19,10 +21,11 @@ PYTHONS = [("debian-3.11", "/usr/bin/python3.11"),
 WORKLOADS = [("deep60", "deep.py", 60), ("chain", "chain.py")]
 
 
-def one(python, workload):
+def one(python, workload, bounded=False):
+    prefix = ["env", "ASYNCBPF_TEST_BOUNDED=1"] if bounded else []
     with Workload(python, *workload[1:]) as w:
         r = record(RECORD, "-p", w.pid, "-d", 5, "-F", 999, "--stats", "-o", "/dev/null",
-                   timeout=120)
+                   timeout=120, prefix=prefix)
     if r.rc != 0:
         return None, "asyncbpf-record failed (%d): %s" % (r.rc, r.err.strip()[-300:])
     md = re.search(r"^median read time per sample: (\d+) ns", r.err, re.M)
@@ -42,6 +45,9 @@ def main():
                     continue
                 for wl in WORKLOADS:
                     got, err = one(python, wl)
+                    if not err and got[2] == "bpf_loop":
+                        out.write("%s %s %s %s %s\n" % ((wl[0], name) + got))
+                        got, err = one(python, wl, bounded=True)
                     if err:
                         out.write("# %s %s: %s\n" % (wl[0], name, err.replace("\n", " ")))
                         return 1

@@ -207,7 +207,7 @@ layouts:
 	tools/gen-layouts.sh > user/cpython/py_layouts.c.tmp && mv user/cpython/py_layouts.c.tmp user/cpython/py_layouts.c
 
 format:
-	clang-format -i bpf/*.h bpf/*.c user/*.h user/*/*.c user/*/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c preload/*.c
+	clang-format -i bpf/*.h bpf/*.c user/*.h user/*/*.c user/*/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/native/*.c preload/*.c
 
 clean:
 	rm -rf $(OUT) $(FUZZ_OUT) $(SAN_OUT)

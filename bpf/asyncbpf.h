@@ -70,8 +70,9 @@ struct native_hdr {
 	__u32 pad;
 };
 
-/* Bit 0 of frame_rec.code (code objects are 8-byte aligned): the outermost frame of one C
- * call of the eval loop (3.11+; before 3.11 each frame is one), where native frames join. */
+/* Bit 0 of frame_rec.code (code objects are 8-byte aligned): 3.11's is_entry, the
+ * outermost frame of one C call of the eval loop, where native frames join (before 3.11
+ * each frame is one call; 3.12+ mark a call by its shim frame, native_hdr.shim). */
 #define FRAME_ENTRY   1ULL
 #define FRAME_CODE(f) ((f)->code & ~FRAME_ENTRY)
 

@@ -360,8 +360,6 @@ static long pw_walk_step(__u32 i, void *ctx)
 	if (l->owner_cstack != PY_NO_OWNER && f[PW_OFF(l->frame_owner)] >= l->owner_cstack) {
 		/* the shim that starts a C call of the eval loop: its frames end here. It
 		 * lives on that call's C stack, where --native finds the call. */
-		if (n > 0)
-			w->out[(n - 1) & (MAX_FRAMES - 1)].code |= FRAME_ENTRY;
 		if (s->nshims < NATIVE_MAX_SHIMS) {
 			s->shim[s->nshims & (NATIVE_MAX_SHIMS - 1)] = cur;
 			s->shim_at[s->nshims & (NATIVE_MAX_SHIMS - 1)] = n;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "cfirules.h"
 
+#include "hash.h"
+
 #include <dwarf.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -52,8 +54,7 @@ void cfi_cache_clear(struct cfi_cache *c)
 
 static size_t slot_of(const struct cfi_cache *c, uint64_t pc)
 {
-	uint64_t h = pc * 0x9e3779b97f4a7c15ULL;
-	size_t i = (size_t)(h >> 32) & (c->cap - 1);
+	size_t i = hash_u64(pc) & (c->cap - 1);
 
 	while (c->v[i].pc && c->v[i].pc != pc)
 		i = (i + 1) & (c->cap - 1);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cfirules.h"
+#include "hash.h"
 #include "procmaps.h"
 
 /* A frame's name by its pc (as unwound: a return address minus one), per process. */
@@ -238,16 +239,9 @@ static struct nproc *proc_of(struct unwinder *u, pid_t pid)
 	return p;
 }
 
-static uint64_t hash_pc(uint64_t pc)
-{
-	pc ^= pc >> 33;
-	pc *= 0xff51afd7ed558ccdULL;
-	return pc ^ (pc >> 33);
-}
-
 static struct name_ent *name_slot(struct nproc *p, uint64_t pc)
 {
-	size_t m = p->cap - 1, i = hash_pc(pc) & m;
+	size_t m = p->cap - 1, i = hash_u64(pc) & m;
 
 	while (p->names[i].pc && p->names[i].pc != pc)
 		i = (i + 1) & m;
@@ -333,7 +327,7 @@ static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint6
 {
 	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
 	const char *modname, *sym;
-	Dwarf_Addr mstart, bias = 0, start;
+	Dwarf_Addr bias = 0, start;
 	GElf_Sym s;
 	GElf_Off off;
 	char *name = NULL;
@@ -345,7 +339,7 @@ static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint6
 		e->name = name;
 		return 0;
 	}
-	modname = dwfl_module_info(mod, NULL, &mstart, NULL, NULL, NULL, NULL, NULL);
+	modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	if (!modname)
 		modname = "?";
 	if (interp && !strcmp(modname, interp)) {
@@ -361,9 +355,10 @@ static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint6
 		}
 	}
 	sym = dwfl_module_addrinfo(mod, pc, &off, &s, NULL, NULL, NULL);
-	start = fde_start(mod, pc);
 	dwfl_module_getelf(mod, &bias);
-	/* a symbol of no size names pc only if it starts pc's function; "@VERSION" dropped */
+	/* the FDE only where the symbol does not settle it: a symbol of no size names pc
+	 * only if it starts pc's function. "@VERSION" dropped. */
+	start = sym && s.st_size && off < s.st_size ? 0 : fde_start(mod, pc);
 	if (sym && (s.st_size ? off < s.st_size : start && s.st_value - bias == start))
 		name = strndup(sym, strcspn(sym, "@"));
 	else if (asprintf(&name, "%s+0x%llx",

@@ -193,8 +193,6 @@ static uint32_t thread_frames(struct record *r, struct target *tg, const struct 
 			out[n++] = python_frame(r, tg, &s->frames[py]);
 		}
 	}
-	if (ns && ns->end != NATIVE_END_ROOT)
-		r->native_short++;
 	if (ns && ns->end != NATIVE_END_ROOT && py < nf)
 		out[n++] = special(r, "[native stack ends]");
 	for (; py < nf; py++) {

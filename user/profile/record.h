@@ -45,10 +45,9 @@ struct record {
 	size_t stack_limit;	 /* bytes of stacks per process, 0: none */
 	uint64_t over_limit; /* samples shown as [stack limit]: their process's table was full */
 	/* --native: the unwinder (NULL: native parts are ignored), the interpreter's C
-	 * functions shown too, stacks that ended short of the root; ns: one sample's */
+	 * functions shown too; ns: one sample's */
 	struct unwinder *unw;
 	bool native_all;
-	uint64_t native_short;
 	struct native_stack ns;
 };
 

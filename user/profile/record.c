@@ -257,11 +257,12 @@ static void lost(struct record *r, struct target *tg)
 	tg->lost++;
 }
 
-static void add_sample(struct record *r, const struct py_sample *s, const struct native_hdr *nh,
-		       const struct native_stack *ns, uint64_t wall_ns, uint64_t cpu_ns)
+/* A sample of tg (NULL: its pid is not tracked). */
+static void add_sample(struct record *r, struct target *tg, const struct py_sample *s,
+		       const struct native_hdr *nh, const struct native_stack *ns, uint64_t wall_ns,
+		       uint64_t cpu_ns)
 {
 	const struct sample_hdr *h = &s->hdr;
-	struct target *tg = record_target(r, h->pid);
 	uint32_t ids[MAX_IDS], n = 0;
 	char comm[TASK_COMM_LEN + 1];
 	int ret;
@@ -319,22 +320,23 @@ static void add_sample(struct record *r, const struct py_sample *s, const struct
 void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
 		      uint64_t cpu_ns)
 {
-	add_sample(r, s, NULL, NULL, wall_ns, cpu_ns);
+	add_sample(r, record_target(r, s->hdr.pid), s, NULL, NULL, wall_ns, cpu_ns);
 }
 
 void record_sample(struct record *r, const struct py_sample *s, size_t size)
 {
 	const struct native_hdr *h = r->unw ? native_of(s, size) : NULL;
-	struct target *tg = h ? record_target(r, s->hdr.pid) : NULL;
+	struct target *tg = record_target(r, s->hdr.pid);
 
-	if (!tg) {
-		add_sample(r, s, NULL, NULL, 0, 0);
+	if (!tg || !h) {
+		add_sample(r, tg, s, NULL, NULL, 0, 0);
 		return;
 	}
 	if (unwinder_unwind(r->unw, s->hdr.pid, s->hdr.tid, tg->t.binary, h,
 			    (const uint8_t *)(h + 1), &r->ns)) {
+		tg->samples++;
 		lost(r, tg);
 		return;
 	}
-	add_sample(r, s, h, &r->ns, 0, 0);
+	add_sample(r, tg, s, h, &r->ns, 0, 0);
 }

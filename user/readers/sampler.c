@@ -196,24 +196,23 @@ static int handle_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
 	const struct py_sample *smp = data;
+	/* the frames end the sample; a native part (SAMPLE_NATIVE) follows them */
+	size_t used = offsetof(struct py_sample, frames);
+	const struct native_hdr *n;
 
-	if (size < offsetof(struct py_sample, frames) || smp->hdr.nframes > MAX_FRAMES ||
-	    smp->hdr.ncoro > MAX_CORO_FRAMES || smp->hdr.ntasks > MAX_TASKS ||
-	    size < offsetof(struct py_sample, frames) +
-			    (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec)) {
+	if (size >= used)
+		used += (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec);
+	if (size < used || smp->hdr.nframes > MAX_FRAMES || smp->hdr.ncoro > MAX_CORO_FRAMES ||
+	    smp->hdr.ntasks > MAX_TASKS) {
 		s->bad_records++;
 		return 0;
 	}
-	if (smp->hdr.flags & SAMPLE_NATIVE) {
-		size_t at = offsetof(struct py_sample, frames) +
-			    (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec);
-		const struct native_hdr *n = (const void *)((const char *)data + at);
-
-		if (size < at + sizeof(*n) || n->stack_len > NATIVE_STACK_MAX ||
-		    size < at + sizeof(*n) + n->stack_len) {
-			s->bad_records++;
-			return 0;
-		}
+	n = (const void *)((const char *)data + used);
+	if (smp->hdr.flags & SAMPLE_NATIVE &&
+	    (size < used + sizeof(*n) || n->stack_len > NATIVE_STACK_MAX ||
+	     size < used + sizeof(*n) + n->stack_len)) {
+		s->bad_records++;
+		return 0;
 	}
 	s->cb(s->ctx, smp, size);
 	return 0;
@@ -386,7 +385,8 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	if (o->native_bytes) {
 		/* whole pages: the first is rsp's own, partly */
 		*s->o.native_pages = (o->native_bytes + 4095) / 4096;
-		/* records of 10-40 KiB: room for ~0.25 s of 8 busy CPUs at 99 Hz and more */
+		/* records of up to 73 KiB (8-26 KiB measured): some seconds of 8 busy CPUs at
+		 * 99 Hz, which the timer drains 10 times a second */
 		bpf_map__set_max_entries(s->o.maps.events, 64 << 20);
 		ret = libbpf_num_possible_cpus();
 		if (ret < 0) {

@@ -701,6 +701,8 @@ class Sample:
             elif p and not p.startswith("["):
                 self.frames.append(NativeFrame(p))
             else:
+                # "[unknown native 0x...]" too: the suite runs no code outside ELF files, so
+                # a pc in no module is the unwinder's fault (a library it missed)
                 assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE), "bad frame %r in line: %.300r" % (p, raw)
                 self.frames.append(p)
 

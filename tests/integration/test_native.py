@@ -96,6 +96,19 @@ def test_extension(root_record_bin, interp, chain_lib, tmp_path, mode, want):
                             + show(bad, header="others") + r.describe())
 
 
+def test_dlopen(root_record_bin, interp, chain_lib, tmp_path):
+    """A library loaded while the recording runs, and unlinked at once, is named from its
+    first sample on: a new copy each quarter second, each a module the recorder has not
+    seen (a frame in no module, "[unknown native 0x...]", fails the parse of any test)."""
+    r, leaf = record_mode(root_record_bin, interp, chain_lib, "dlopen", tmp_path)
+    share, bad = exact_share(leaf, ["<module>", "hot_dlopen"] + C_CHAIN)
+    assert share >= SHARE, ("%.1f%% of c_leaf's samples show the chain" % (100 * share)
+                            + show(bad, header="others") + r.describe())
+    m = re.search(r"; module reads: (\d+) ", r.err)
+    # one at the start, then one per copy sampled (LEAF_CPU covers about six)
+    assert m and int(m.group(1)) >= 4, r.describe()
+
+
 def test_task(root_record_bin, interp, chain_lib, tmp_path):
     """An asyncio task running the chain: the task chain, then the running task's Python
     frames, then the native frames, in that order."""

@@ -5,7 +5,9 @@ task (an asyncio task chain whose running task calls the chain), thread (a nativ
 thread, unknown to Python, spins in the chain while the main thread sleeps), and through
 the C extension chainext: ext (hot_ext -> ext_outer -> ext_mid -> ext_leaf) and
 ext-callback (hot_ext_cb -> ext_cb_outer -> ext_cb_mid -> py_ext_callback -> ext_outer
--> ...)."""
+-> ...), and dlopen (hot_dlopen -> c_outer -> ...: every quarter second through a new copy
+of the library, loaded then and unlinked at once, so that each is a module new to the
+recorder and reachable only through /proc/PID/map_files)."""
 import asyncio
 import ctypes
 import json
@@ -54,6 +56,23 @@ def hot_ext_cb():
         chainext.ext_cb_outer(py_ext_callback)
 
 
+def hot_dlopen():
+    import shutil
+    import tempfile
+    import time
+    while True:
+        tmp = tempfile.mkdtemp(prefix="asyncbpf-dlopen-")
+        path = os.path.join(tmp, "libchain.so")
+        shutil.copy(sys.argv[1], path)
+        fresh = ctypes.CDLL(path)
+        os.unlink(path)
+        os.rmdir(tmp)
+        fresh.c_outer.argtypes = [ctypes.c_uint64]
+        end = time.monotonic() + 0.25
+        while time.monotonic() < end:
+            fresh.c_outer(N // 10)
+
+
 async def leaf_task():
     while True:
         lib.c_outer(N)
@@ -84,5 +103,7 @@ elif mode == "ext-callback":
     hot_ext_cb()
 elif mode == "callback":
     hot_cb()
+elif mode == "dlopen":
+    hot_dlopen()
 else:
     asyncio.run(main())

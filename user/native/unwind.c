@@ -26,9 +26,11 @@ struct name_ent {
 struct nproc {
 	pid_t pid;
 	Dwfl *dwfl;
-	double reported; /* when its modules were last read from /proc/PID/maps */
+	double reported;      /* when its modules were last read from /proc/PID/maps */
+	struct procmaps maps; /* as then read */
 	struct name_ent *names;
 	size_t nnames, cap;
+	size_t nunknown; /* names of pcs in no module */
 	struct cfi_cache *rules;
 	/* the eval loop's functions in the interpreter's ELF (its .cold parts too, where
 	 * named): found once, so that its other functions need no name */
@@ -130,18 +132,48 @@ static void drop_names(struct nproc *p)
 		free(p->names[i].name);
 	free(p->names);
 	p->names = NULL;
-	p->nnames = p->cap = 0;
+	p->nnames = p->cap = p->nunknown = 0;
+}
+
+static bool same_file(const struct procmap *a, const struct procmap *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && !strcmp(a->path, b->path);
+}
+
+/* Whether m->v[i] is the first mapping of its file in m: the one reported. */
+static bool first_of_file(const struct procmaps *m, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (same_file(&m->v[j], &m->v[i]))
+			return false;
+	return true;
+}
+
+/* Whether old reported the module that new's mapping i begins, at the same place. */
+static bool reported_in(const struct procmaps *old, const struct procmaps *new, size_t i)
+{
+	const struct procmap *e = &new->v[i];
+
+	for (size_t j = 0; old && j < old->n; j++)
+		if (same_file(&old->v[j], e) &&
+		    old->v[j].start - old->v[j].offset == e->start - e->offset)
+			return first_of_file(old, j);
+	return false;
 }
 
 /* Each ELF file the process maps, from its first mapping (base: where its offset 0 is),
- * opened as the process sees it (procmap_file: map_files or its root). */
-static void report_maps(Dwfl *d, pid_t pid, const struct procmaps *m)
+ * opened as the process sees it (procmap_file: map_files or its root); those in old
+ * already reported. */
+static void report_maps(Dwfl *d, pid_t pid, const struct procmaps *m, const struct procmaps *old)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		const struct procmap *e = &m->v[i];
 		char path[4096];
-		bool seen = false;
 		int fd;
+
+		if ((!strcmp(e->path, "[vdso]") || e->path[0] == '/') && reported_in(old, m, i))
+			continue;
 
 		if (!strcmp(e->path, "[vdso]")) {
 			char name[32];
@@ -150,12 +182,8 @@ static void report_maps(Dwfl *d, pid_t pid, const struct procmaps *m)
 			dwfl_report_module(d, name, e->start, e->end);
 			continue;
 		}
-		if (e->path[0] != '/')
-			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = m->v[j].inode == e->inode && m->v[j].dev_major == e->dev_major &&
-			       m->v[j].dev_minor == e->dev_minor && !strcmp(m->v[j].path, e->path);
-		if (seen || procmap_file(pid, e, path, sizeof(path)))
+		if (e->path[0] != '/' || !first_of_file(m, i) ||
+		    procmap_file(pid, e, path, sizeof(path)))
 			continue;
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -177,6 +205,7 @@ static int report(struct unwinder *u, struct nproc *p)
 	p->dwfl = NULL;
 	drop_names(p);
 	cfi_cache_clear(p->rules);
+	procmaps_free(&p->maps);
 	p->neval = -1;
 	p->reported = now();
 	u->st.reports++;
@@ -189,14 +218,51 @@ static int report(struct unwinder *u, struct nproc *p)
 		return -ENOMEM;
 	}
 	dwfl_report_begin(d);
-	report_maps(d, p->pid, &m);
-	procmaps_free(&m);
+	report_maps(d, p->pid, &m, NULL);
 	if (dwfl_report_end(d, NULL, NULL) ||
 	    !dwfl_attach_state(d, NULL, p->pid, &thread_callbacks, p)) {
+		procmaps_free(&m);
 		dwfl_end(d);
 		return -ESRCH;
 	}
 	p->dwfl = d;
+	p->maps = m;
+	return 0;
+}
+
+/* A stack reached a pc outside every mapping last read: a library mapped since (dlopen,
+ * an import). The maps read again and the new files reported beside the old ones, so
+ * that the caches stay; from scratch if a file went away (its range may be reused). */
+static int refresh(struct unwinder *u, struct nproc *p)
+{
+	struct procmaps m;
+	int rc = procmaps_read(p->pid, &m);
+
+	if (rc)
+		return rc == -ENOMEM ? rc : -ESRCH;
+	for (size_t i = 0; i < p->maps.n; i++) {
+		const struct procmap *e = &p->maps.v[i];
+
+		if ((e->path[0] == '/' || !strcmp(e->path, "[vdso]")) &&
+		    first_of_file(&p->maps, i) && !reported_in(&m, &p->maps, i)) {
+			procmaps_free(&m);
+			return report(u, p);
+		}
+	}
+	u->st.reports++;
+	p->reported = now();
+	dwfl_report_begin_add(p->dwfl);
+	report_maps(p->dwfl, p->pid, &m, &p->maps);
+	if (dwfl_report_end(p->dwfl, NULL, NULL)) {
+		procmaps_free(&m);
+		return report(u, p);
+	}
+	procmaps_free(&p->maps);
+	p->maps = m;
+	/* rules and names made while those pcs had no module */
+	cfi_cache_clear(p->rules);
+	if (p->nunknown)
+		drop_names(p);
 	return 0;
 }
 
@@ -384,6 +450,8 @@ static const struct name_ent *lookup(struct nproc *p, const char *interp, bool i
 	*named = true;
 	if (name_pc(p, interp, interp_names, pc, &tmp))
 		return NULL;
+	if (!dwfl_addrmodule(p->dwfl, pc))
+		p->nunknown++;
 	tmp.pc = pc;
 	*e = tmp;
 	p->nnames++;
@@ -478,6 +546,47 @@ static void print_mismatch(const struct walk *a, enum native_end ea, const struc
 			(unsigned long long)(i < b->n ? b->pcs[i] : 0));
 }
 
+/* The fast path, libdw's unwinder where it cannot go on (or to check it). */
+static int walk_stack(struct unwinder *u, struct nproc *p, struct walk *w, enum native_end *end)
+{
+	if (check_fast < 0)
+		check_fast =
+			getenv("ASYNCBPF_NATIVE_CHECK") ? atoi(getenv("ASYNCBPF_NATIVE_CHECK")) : 0;
+	w->no_module = false;
+	if (fast_walk(p, w, end)) {
+		u->st.slow++;
+		*end = slow_walk(p, w);
+	} else if (check_fast) {
+		struct walk *ref = malloc(sizeof(*ref));
+		enum native_end ref_end;
+
+		if (!ref)
+			return -ENOMEM;
+		*ref = (struct walk){ .p = p };
+		ref_end = slow_walk(p, ref);
+		u->st.checked++;
+		if (ref_end != *end || ref->n != w->n ||
+		    memcmp(ref->pcs, w->pcs, w->n * sizeof(w->pcs[0]))) {
+			u->st.mismatches++;
+			if (check_fast > 1)
+				print_mismatch(w, *end, ref, ref_end);
+		}
+		free(ref);
+	}
+	return 0;
+}
+
+/* Whether a pc of the walk in no module lies outside every mapping last read (and was
+ * not named before: a pc that no mapping holds, even read again, is named once). */
+static bool unmapped_pc(struct nproc *p, const struct walk *w)
+{
+	for (unsigned int i = 0; i < w->n; i++)
+		if (!dwfl_addrmodule(p->dwfl, w->pcs[i]) &&
+		    !(p->cap && name_slot(p, w->pcs[i])->pc) && !procmaps_find(&p->maps, w->pcs[i]))
+			return true;
+	return false;
+}
+
 int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp,
 		    const struct native_hdr *h, const uint8_t *stack, struct native_stack *out)
 {
@@ -495,7 +604,7 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 		return -ENOMEM;
 	if (h->flags & NATIVE_NO_REGS)
 		goto done;
-	/* a module mapped since (dlopen): read the maps again, once a second at most */
+	/* a process whose maps could not be read: again once a second at most */
 	if (!p->dwfl && (p->reported == 0 || t0 - p->reported > 1)) {
 		rc = report(u, p);
 		u->st.report_ns += (uint64_t)((now() - t0) * 1e9);
@@ -508,34 +617,19 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 	p->tid = tid;
 	p->h = h;
 	p->stack = stack;
-	if (check_fast < 0)
-		check_fast =
-			getenv("ASYNCBPF_NATIVE_CHECK") ? atoi(getenv("ASYNCBPF_NATIVE_CHECK")) : 0;
-	if (fast_walk(p, &w, &out->end)) {
-		u->st.slow++;
-		out->end = slow_walk(p, &w);
-	} else if (check_fast) {
-		struct walk *ref = malloc(sizeof(*ref));
-		enum native_end end;
+	if (walk_stack(u, p, &w, &out->end))
+		return -ENOMEM;
+	if (w.no_module && unmapped_pc(p, &w)) {
+		double t1 = now();
 
-		if (!ref)
+		rc = refresh(u, p);
+		u->st.report_ns += (uint64_t)((now() - t1) * 1e9);
+		if (rc == -ENOMEM)
 			return -ENOMEM;
-		*ref = (struct walk){ .p = p };
-		end = slow_walk(p, ref);
-		u->st.checked++;
-		if (end != out->end || ref->n != w.n ||
-		    memcmp(ref->pcs, w.pcs, w.n * sizeof(w.pcs[0]))) {
-			u->st.mismatches++;
-			if (check_fast > 1)
-				print_mismatch(&w, out->end, ref, end);
-		}
-		free(ref);
-	}
-	if (w.no_module && t0 - p->reported > 1) {
-		dwfl_end(p->dwfl);
-		p->dwfl = NULL;
-		drop_names(p);
-		cfi_cache_clear(p->rules);
+		if (!p->dwfl)
+			goto done;
+		if (!rc && walk_stack(u, p, &w, &out->end))
+			return -ENOMEM;
 	}
 	for (unsigned int i = 0; i < w.n && p->dwfl; i++) {
 		const struct name_ent *e = lookup(p, interp, u->interp_names, w.pcs[i], &named);
@@ -600,6 +694,7 @@ void unwinder_forget(struct unwinder *u, pid_t pid)
 		p->dwfl = NULL;
 		drop_names(p);
 		cfi_cache_clear(p->rules);
+		procmaps_free(&p->maps);
 		p->pid = 0;
 		p->reported = 0;
 	}
@@ -613,6 +708,7 @@ void unwinder_free(struct unwinder *u)
 		if (u->procs[i]->dwfl)
 			dwfl_end(u->procs[i]->dwfl);
 		drop_names(u->procs[i]);
+		procmaps_free(&u->procs[i]->maps);
 		cfi_cache_free(u->procs[i]->rules);
 		free(u->procs[i]);
 	}

@@ -52,6 +52,7 @@ static TLS struct task_id tl_id;
 static TLS struct task_link tl_link;
 static TLS __u64 cached_ts;
 static TLS pid_t own_tid;
+static TLS uint64_t walk_reads, walk_bytes; /* this handler run's */
 
 /* this process's own memory: no reader handle (NULL) */
 static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
@@ -59,6 +60,8 @@ static int pw_read(struct pw_reader *r, void *dst, __u32 len, __u64 addr)
 	(void)r;
 	if (addr < 4096)
 		return -1;
+	walk_reads++;
+	walk_bytes += len;
 	/* a fault here ends the walk in on_fault */
 	memcpy(dst, (const void *)(uintptr_t)addr, len);
 	return 0;
@@ -131,6 +134,7 @@ static void on_profile(int sig, siginfo_t *si, void *uc)
 	s->hdr.pid = own_pid;
 	s->hdr.tid = own_tid;
 	memset(s->hdr.comm, 0, sizeof(s->hdr.comm)); /* the profiler knows the thread's name */
+	walk_reads = walk_bytes = 0;
 	if (!sigsetjmp(guard_jmp, 0)) {
 		in_guard = 1;
 		walk(&shm->proc, s);
@@ -148,6 +152,8 @@ static void on_profile(int sig, siginfo_t *si, void *uc)
 	t0 = now_ns() - t0;
 	__atomic_fetch_add(&shm->handler_ns, t0, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&shm->cost_hist[cost_bucket(t0)], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shm->mem_reads, walk_reads, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&shm->mem_bytes, walk_bytes, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&shm->handled, 1, __ATOMIC_RELAXED);
 out:
 	errno = saved_errno;

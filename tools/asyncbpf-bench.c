@@ -21,6 +21,7 @@
 #include "benchrun.h"
 #include "benchstats.h"
 #include "readers.h"
+#include "sigcost.h"
 #include "svgplot.h"
 
 #define MAX_REPS   20
@@ -32,6 +33,7 @@
 static const char *const readers[NREADERS] = { "bpf", "memcpy", "vmreadv", "bpf --native" };
 #define NATIVE 3
 static const unsigned int freqs[NFREQS] = { 99, 999 };
+#define SIGNAL_ROUNDS 20000
 
 static const char usage[] =
 	"usage: asyncbpf-bench [--quick] [--reps N] [--python PATH] [--out DIR]\n"
@@ -44,6 +46,7 @@ static const char usage[] =
 	"bench-out). Needs root. --quick: 2 repetitions of a small workload (under 2 min).\n";
 
 struct opts {
+	double signal_ns[MAX_REPS]; /* a profiling signal's cost, measured at each repetition */
 	bool quick;
 	int reps;
 	const char *python, *out, *workload;
@@ -182,11 +185,56 @@ static const char *native_text(const struct config *c, char *buf, size_t len)
 	return buf;
 }
 
+/* What a sample costs the target beyond the reader's own time: for memcpy the signal
+ * around its handler; bpf's program and vmreadv's walk (in the recorder, while the target
+ * runs on) are all of theirs. */
+static double extra_ns(const struct config *c, const struct bench_summary *sig)
+{
+	return c->reader == 1 ? sig->med : c->reader < 0 ? NAN : 0;
+}
+
+/* Each reader's whole cost to the target per sample, and the readers against each other. */
+static void write_costs(FILE *md, struct config *cfg, const struct bench_summary *sig)
+{
+	fprintf(md,
+		"\nWhat a sample costs the target (µs, medians over the repetitions): the "
+		"reader's own time per sample, for memcpy with the signal's delivery and return "
+		"(a tgkill round trip to an empty handler less a tgkill of signal 0, measured at "
+		"each repetition: median %.2f µs, %.2f-%.2f, %d rounds each); reads of the "
+		"target's memory per sample:\n\n",
+		sig->med / 1e3, sig->min / 1e3, sig->max / 1e3, SIGNAL_ROUNDS);
+	fprintf(md, "| run | own median | own p90 | + signal | whole median | whole p90 | "
+		    "reads/sample | bytes/sample |\n|---|---|---|---|---|---|---|---|\n");
+	for (int i = 1; i < NCONFIGS; i++) {
+		struct config *c = &cfg[i];
+		struct bench_summary r = SUMMARY(c, reads), b = SUMMARY(c, read_bytes);
+		double own = SUMMARY(c, cost_ns).med, p90 = SUMMARY(c, p90_ns).med,
+		       x = extra_ns(c, sig);
+		char name[64];
+
+		fprintf(md, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f |\n",
+			cname(c, name, sizeof(name)), own / 1e3, p90 / 1e3, x / 1e3,
+			(own + x) / 1e3, (p90 + x) / 1e3, r.med, b.med);
+	}
+	fprintf(md, "\nWhole cost per sample, median, bpf : memcpy : vmreadv (bpf = 1):\n\n"
+		    "| Hz | bpf µs | memcpy µs | vmreadv µs | bpf : memcpy : vmreadv |\n"
+		    "|---|---|---|---|---|\n");
+	for (int f = 0; f < NFREQS; f++) {
+		double b = SUMMARY(&cfg[1 + f], cost_ns).med,
+		       m = SUMMARY(&cfg[3 + f], cost_ns).med + sig->med,
+		       v = SUMMARY(&cfg[5 + f], cost_ns).med;
+
+		fprintf(md, "| %u | %.2f | %.2f | %.2f | 1 : %.2f : %.1f |\n", freqs[f], b / 1e3,
+			m / 1e3, v / 1e3, m / b, v / b);
+	}
+}
+
 static void write_outputs(const struct opts *o, struct config *cfg,
 			  double (*depth_cost)[MAX_DEPTHS], const int *depths, int ndepths)
 {
 	char path[PATH_MAX], name[64], rtext[48], ntext[64];
-	struct bench_summary bw = SUMMARY(&cfg[0], wall), bc = SUMMARY(&cfg[0], cpu);
+	struct bench_summary bw = SUMMARY(&cfg[0], wall), bc = SUMMARY(&cfg[0], cpu),
+			     sig = bench_summarize(o->signal_ns, o->reps);
 	FILE *md, *csv;
 
 	snprintf(path, sizeof(path), "%s/readers.md", o->out);
@@ -199,7 +247,8 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		     "slowdown_cpu,cost_ns_med,cost_ns_min,cost_ns_max,target_cpu_ns_per_sample,"
 		     "profiler_cpu_s,taken,"
 		     "recorded,lost,overlap_bpf,overlap_self,reads_per_sample,bytes_per_sample,"
-		     "native_stack_bytes,unwind_ns\n");
+		     "native_stack_bytes,unwind_ns,p90_ns_med,signal_ns,whole_ns_med,"
+		     "whole_p90_ns_med\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
 		    "cost/sample µs, median (min-max) | mean | reads/sample (bytes) | "
 		    "native stack copy, unwind per sample | "
@@ -242,14 +291,18 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 				b ? ovl : 1.0, self);
 		fprintf(csv,
 			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
-			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f\n",
+			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
 			name, c->reader < 0 ? "none" : readers[c->reader], c->freq, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min,
 			cost.max, tcpu * 1e3, pc.med, SUMMARY(c, taken).mean,
 			SUMMARY(c, recorded).mean, SUMMARY(c, lost).mean, ov, self,
 			SUMMARY(c, reads).med, SUMMARY(c, read_bytes).med,
-			SUMMARY(c, native_bytes).med, SUMMARY(c, unwind_ns).med);
+			SUMMARY(c, native_bytes).med, SUMMARY(c, unwind_ns).med,
+			SUMMARY(c, p90_ns).med, extra_ns(c, &sig),
+			SUMMARY(c, cost_ns).med + extra_ns(c, &sig),
+			SUMMARY(c, p90_ns).med + extra_ns(c, &sig));
 	}
+	write_costs(md, cfg, &sig);
 	fprintf(md,
 		"\nPairwise overlap of the readers' profiles (all runs at a rate together):\n\n");
 	fprintf(md, "| Hz | bpf-memcpy | bpf-vmreadv | memcpy-vmreadv |\n|---|---|---|---|\n");
@@ -455,6 +508,11 @@ int main(int argc, char **argv)
 	}
 	/* interleaved: every repetition runs each configuration once, in a rotated order */
 	for (int rep = 0; rep < o.reps; rep++) {
+		o.signal_ns[rep] = bench_signal_ns(SIGNAL_ROUNDS);
+		if (isnan(o.signal_ns[rep]))
+			die("cannot measure a signal's round trip (sigaction or tgkill failed)");
+		fprintf(stderr, "asyncbpf-bench: rep %d signal round trip %.0f ns\n", rep + 1,
+			o.signal_ns[rep]);
 		for (int k = 0; k < NCONFIGS; k++) {
 			struct config *c = &cfg[(k + rep) % NCONFIGS];
 			struct bench_result *x = &c->runs[c->nruns++];

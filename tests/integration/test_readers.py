@@ -288,6 +288,14 @@ def test_bench_quick(built, tmp, churn):
         native = v["config"].startswith("bpf --native")
         assert (v["native_stack_bytes"] != "nan") == native, row
         assert (v["unwind_ns"] != "nan") == native, row
+        # memcpy's whole cost adds the signal's round trip to its handler time, measured
+        # in the run; the others' is their own time
+        own, whole, sig = (float(v[k]) for k in ("cost_ns_med", "whole_ns_med", "signal_ns"))
+        assert float(v["p90_ns_med"]) >= own, row
+        if v["reader"] == "memcpy":
+            assert sig > 0 and abs(whole - own - sig) <= 1, row  # each rounded to 1 ns
+        else:
+            assert sig == 0 and whole == own, row
     with open(os.path.join(out, "depth.svg")) as f:
         assert "<polyline" in f.read()
     assert "| none |" in r.stdout

@@ -170,6 +170,7 @@ static void parse_stats(const char *text, const char *reader, struct bench_resul
 	res->recorded = stat_of(text, "recorded samples");
 	res->lost = stat_of(text, "lost");
 	res->cost_ns = stat_of(text, "median read time per sample");
+	res->p90_ns = stat_of(text, "p90 read time per sample");
 	res->reads = stat_of(text, "reads per python sample");
 	res->read_bytes = NAN;
 	if (!isnan(res->reads)) {
@@ -226,6 +227,7 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 				    .cpu = NAN,
 				    .prof_cpu = NAN,
 				    .cost_ns = NAN,
+				    .p90_ns = NAN,
 				    .mean_ns = NAN,
 				    .reads = NAN,
 				    .read_bytes = NAN,

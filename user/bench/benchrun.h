@@ -28,6 +28,7 @@ struct bench_result {
 	double wall, cpu;	  /* the workload's wall and CPU seconds for the work */
 	double prof_cpu;	  /* the recorder's CPU seconds */
 	double cost_ns;		  /* read cost per sample: the median of the run's samples */
+	double p90_ns;		  /* their 90th percentile */
 	double mean_ns;		  /* and their mean */
 	double reads, read_bytes; /* reads of the target's memory per sample (bpf, vmreadv) */
 	double native_bytes;	  /* --native: user stack bytes copied per sample */

@@ -13,7 +13,7 @@
 #include "taskmaps.h"
 
 #define MC_MAGIC   0x316d7063796e7361ULL /* "asyncpm1" */
-#define MC_VERSION 2
+#define MC_VERSION 3
 #define MC_PATH	   "/dev/shm/asyncbpf-memcpy.%d"
 /* the profiling signal: SIGRTMIN + 7 (glibc's SIGRTMIN is 34, it keeps 32 and 33) */
 #define MC_SIGNAL_OFFSET 7
@@ -42,6 +42,7 @@ struct mc_shm {
 	uint64_t lost;				       /* ring full */
 	uint64_t faults;			       /* walks ended by a caught SIGSEGV/SIGBUS */
 	uint64_t cost_hist[COST_BUCKETS];	       /* handler time, by cost_bucket() */
+	uint64_t mem_reads, mem_bytes;		       /* the walks' guarded copies */
 	uint64_t head __attribute__((aligned(64)));    /* next ring position to claim */
 	uint64_t tail __attribute__((aligned(64)));    /* next position the profiler reads */
 	struct taskmaps maps __attribute__((aligned(64)));

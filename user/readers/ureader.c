@@ -606,6 +606,8 @@ void ureader_read_stats(struct ureader *u, struct ureader_stats *st)
 		st->lost += __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
 		st->faults += __atomic_load_n(&m->faults, __ATOMIC_RELAXED);
 		st->idle += __atomic_load_n(&m->idle, __ATOMIC_RELAXED);
+		st->mem_reads += __atomic_load_n(&m->mem_reads, __ATOMIC_RELAXED);
+		st->mem_bytes += __atomic_load_n(&m->mem_bytes, __ATOMIC_RELAXED);
 		for (int k = 0; k < COST_BUCKETS; k++)
 			st->cost_hist[k] += __atomic_load_n(&m->cost_hist[k], __ATOMIC_RELAXED);
 	}

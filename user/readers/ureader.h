@@ -55,7 +55,7 @@ struct ureader_stats {
 	uint64_t no_tstate, truncated, read_err, in_task;
 	uint64_t lost;			  /* memcpy: ring full or malformed records */
 	uint64_t read_ns, read_cnt;	  /* vmreadv: time walking; memcpy: in the handler */
-	uint64_t mem_reads, mem_bytes;	  /* vmreadv: process_vm_readv calls and bytes */
+	uint64_t mem_reads, mem_bytes;	  /* process_vm_readv calls, memcpy's copies; bytes */
 	uint64_t faults, idle;		  /* memcpy: caught faults, handler runs not attached */
 	uint64_t cost_hist[COST_BUCKETS]; /* read_ns per sample, by cost_bucket() */
 };

@@ -112,7 +112,7 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 			(unsigned long long)st.read_cnt);
 	if (st.read_cnt)
 		print_cost(f, st.cost_hist);
-	if (st.read_cnt && a->o.reader == READER_VMREADV)
+	if (st.read_cnt)
 		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
 			(double)st.mem_reads / (double)st.read_cnt,
 			(double)st.mem_bytes / (double)st.read_cnt);

@@ -94,7 +94,40 @@ static bool is_gone_err(int err)
 	return err == -ENOENT || err == -ESRCH;
 }
 
-/* Whether the process inspected has exited (or its pid was reused) since we started. */
+/* The first mapping in m whose path is path (by its first mapping if path is NULL: the
+ * lowest file-backed one), or NULL. */
+static const struct procmap *first_map(const struct procmaps *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (path ? !strcmp(m->v[i].path, path) : m->v[i].path[0] == '/')
+			return &m->v[i];
+	return NULL;
+}
+
+static bool same_map(const struct procmap *a, const struct procmap *b)
+{
+	return a == b || (a && b && a->start == b->start && a->inode == b->inode &&
+			  !strcmp(a->path, b->path));
+}
+
+/* Whether the process exec'd since its maps were read. An exec keeps the pid and its
+ * start time but maps a new image: the vDSO moves (ASLR), and the lowest file mapping
+ * moves or is another file. */
+static bool exec_since(const struct inspect *in)
+{
+	struct procmaps now;
+	bool changed;
+
+	if (!in->maps.n || procmaps_read(in->pid, &now))
+		return false; /* the process's state says whether it is gone */
+	changed = !same_map(first_map(&in->maps, "[vdso]"), first_map(&now, "[vdso]")) ||
+		  !same_map(first_map(&in->maps, NULL), first_map(&now, NULL));
+	procmaps_free(&now);
+	return changed;
+}
+
+/* Whether the process inspected has exited, exec'd (or its pid was reused) since we
+ * started. */
 static bool vanished(const struct inspect *in)
 {
 	unsigned long long start;
@@ -103,15 +136,17 @@ static bool vanished(const struct inspect *in)
 	int err = read_stat(in->pid, &state, &flags, &start);
 
 	/* an exiting process has lost its memory before it is a zombie */
-	return is_gone_err(err) || (!err && (start != in->start_time || state == 'Z' ||
-					     state == 'X' || (flags & PF_EXITING)));
+	return is_gone_err(err) ||
+	       (!err && (start != in->start_time || state == 'Z' || state == 'X' ||
+			 (flags & PF_EXITING))) ||
+	       (!err && exec_since(in));
 }
 
 /* An error from the process' files: GONE when it has exited, else ERROR. */
 static enum pyproc_status fail(struct inspect *in, int err, const char *what)
 {
 	if (is_gone_err(err) || vanished(in))
-		return say(in, PYPROC_GONE, "exited while being inspected");
+		return say(in, PYPROC_GONE, "exited or exec'd while being inspected");
 	return say(in, PYPROC_ERROR, "%s: %s", what, strerror(-err));
 }
 
@@ -336,7 +371,7 @@ static enum pyproc_status describe(struct inspect *in, struct py_target *t)
 
 	if (pydbg_read(in->pid, t->proc.runtime, t->version, &d, why, sizeof(why)) ||
 	    pydbg_layout(&d, &t->proc.layout, &gen, why, sizeof(why)))
-		return vanished(in) ? say(in, PYPROC_GONE, "exited while being inspected")
+		return vanished(in) ? say(in, PYPROC_GONE, "exited or exec'd while being inspected")
 				    : say(in, PYPROC_UNSUPPORTED, "%s", why);
 	t->task_lists = d.table->facts.task_lists;
 	t->om = py_objmodel_find(t->version);
@@ -463,7 +498,7 @@ static enum pyproc_status inspect(struct inspect *in, struct py_target *t)
 	if (err)
 		return fail(in, err, "maps");
 	if (in->maps.n == 0)
-		return vanished(in) ? say(in, PYPROC_GONE, "exited while being inspected")
+		return vanished(in) ? say(in, PYPROC_GONE, "exited or exec'd while being inspected")
 				    : say(in, PYPROC_NOT_PYTHON, "no memory mappings");
 	err = find_pyelf(in, &py, &old);
 	if (err == -ENOENT && old.e)
@@ -482,7 +517,7 @@ static enum pyproc_status inspect(struct inspect *in, struct py_target *t)
 	elf_close(old.e);
 	/* the answer may describe a new process under the same pid */
 	if (st != PYPROC_GONE && vanished(in))
-		return say(in, PYPROC_GONE, "exited while being inspected");
+		return say(in, PYPROC_GONE, "exited or exec'd while being inspected");
 	t->start_time = in->start_time;
 	return st;
 }

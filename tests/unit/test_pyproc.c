@@ -100,6 +100,49 @@ static int write_file(const char *path, const char *text)
 
 /* ---- procmaps ---- */
 
+/* A child stopped before it execs /bin/sleep: its maps then, compared with its maps
+ * before and after the exec (same pid, same start time: only the maps tell). */
+static void test_exec_since(void)
+{
+	struct procmaps then;
+	int st, rc;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		raise(SIGSTOP);
+		execl("/bin/sleep", "sleep", "5", (char *)NULL);
+		_exit(127);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, WUNTRACED) == pid && WIFSTOPPED(st), "stopped child");
+	if (pid <= 0)
+		return;
+	rc = procmaps_read(pid, &then);
+	CHECK(!rc, "maps of the child: %d", rc);
+	if (!rc) {
+		char exe[PATH_MAX], link[64];
+		ssize_t n = 0;
+
+		rc = procmaps_exec_since(pid, &then);
+		CHECK(rc == 0, "no exec yet: %d", rc);
+		kill(pid, SIGCONT);
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+		for (int i = 0; i < 500; i++) {
+			n = readlink(link, exe, sizeof(exe) - 1);
+			if (n > 0 && (exe[n] = 0, strstr(exe, "sleep")))
+				break;
+			usleep(10000);
+		}
+		CHECK(n > 0 && strstr(exe, "sleep"), "the child exec'd sleep");
+		rc = procmaps_exec_since(pid, &then);
+		CHECK(rc == 1, "exec'd: %d", rc);
+		procmaps_free(&then);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	rc = procmaps_exec_since(pid, &then);
+	CHECK(rc == -ESRCH || rc == -ENOENT, "gone: %d", rc);
+}
+
 static void test_procmaps_self(void)
 {
 	char exe[PATH_MAX], path[PATH_MAX];
@@ -679,6 +722,7 @@ int main(void)
 	}
 	test_procmaps_self();
 	test_procmaps_parse();
+	test_exec_since();
 	if (geteuid() != 0) {
 		SKIP("not root: cannot read other processes' memory and maps");
 	} else {

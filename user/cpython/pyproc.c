@@ -94,38 +94,6 @@ static bool is_gone_err(int err)
 	return err == -ENOENT || err == -ESRCH;
 }
 
-/* The first mapping in m whose path is path (by its first mapping if path is NULL: the
- * lowest file-backed one), or NULL. */
-static const struct procmap *first_map(const struct procmaps *m, const char *path)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (path ? !strcmp(m->v[i].path, path) : m->v[i].path[0] == '/')
-			return &m->v[i];
-	return NULL;
-}
-
-static bool same_map(const struct procmap *a, const struct procmap *b)
-{
-	return a == b || (a && b && a->start == b->start && a->inode == b->inode &&
-			  !strcmp(a->path, b->path));
-}
-
-/* Whether the process exec'd since its maps were read. An exec keeps the pid and its
- * start time but maps a new image: the vDSO moves (ASLR), and the lowest file mapping
- * moves or is another file. */
-static bool exec_since(const struct inspect *in)
-{
-	struct procmaps now;
-	bool changed;
-
-	if (!in->maps.n || procmaps_read(in->pid, &now))
-		return false; /* the process's state says whether it is gone */
-	changed = !same_map(first_map(&in->maps, "[vdso]"), first_map(&now, "[vdso]")) ||
-		  !same_map(first_map(&in->maps, NULL), first_map(&now, NULL));
-	procmaps_free(&now);
-	return changed;
-}
-
 /* Whether the process inspected has exited, exec'd (or its pid was reused) since we
  * started. */
 static bool vanished(const struct inspect *in)
@@ -139,7 +107,7 @@ static bool vanished(const struct inspect *in)
 	return is_gone_err(err) ||
 	       (!err && (start != in->start_time || state == 'Z' || state == 'X' ||
 			 (flags & PF_EXITING))) ||
-	       (!err && exec_since(in));
+	       (!err && in->maps.n && procmaps_exec_since(in->pid, &in->maps) == 1);
 }
 
 /* An error from the process' files: GONE when it has exited, else ERROR. */

@@ -182,6 +182,35 @@ const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr)
 	return NULL;
 }
 
+/* The first mapping in m whose path is path, or if path is NULL the lowest file-backed
+ * one; NULL if none. */
+static const struct procmap *first_map(const struct procmaps *m, const char *path)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (path ? !strcmp(m->v[i].path, path) : m->v[i].path[0] == '/')
+			return &m->v[i];
+	return NULL;
+}
+
+static bool same_map(const struct procmap *a, const struct procmap *b)
+{
+	return a == b || (a && b && a->start == b->start && a->inode == b->inode &&
+			  !strcmp(a->path, b->path));
+}
+
+int procmaps_exec_since(pid_t pid, const struct procmaps *then)
+{
+	struct procmaps now;
+	int rc = procmaps_read(pid, &now), changed;
+
+	if (rc)
+		return rc;
+	changed = !same_map(first_map(then, "[vdso]"), first_map(&now, "[vdso]")) ||
+		  !same_map(first_map(then, NULL), first_map(&now, NULL));
+	procmaps_free(&now);
+	return changed;
+}
+
 /* A process under chroot in our mount namespace (or in its own mount namespace, made
  * from a copy of ours) has maps paths that start with its root directory as we see it. */
 static const char *under_root(pid_t pid, const char *mapped)

@@ -35,6 +35,12 @@ void procmaps_free(struct procmaps *m);
 /* The mapping holding addr, or NULL. */
 const struct procmap *procmaps_find(const struct procmaps *m, uint64_t addr);
 
+/* Whether process pid exec'd since then was read from its maps: 1 yes, 0 no, or -errno
+ * (the process is gone, or its maps cannot be read). An exec keeps the pid and the start
+ * time but maps a new image: the vDSO moves (ASLR), and the lowest file mapping moves
+ * or is another file. */
+int procmaps_exec_since(pid_t pid, const struct procmaps *then);
+
 /* Into path, a name of the file that mapping m of process pid maps, for open() and for
  * uprobes, whatever mount namespace and root the process has: its own file through
  * /proc/PID/map_files/ (which needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else its

@@ -631,6 +631,18 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 		if (!rc && walk_stack(u, p, &w, &out->end))
 			return -ENOMEM;
 	}
+	/* a return address in no mapping, even read again, is an unwinding gone wrong (a
+	 * CFI rule that does not hold at that pc), not a frame: the stack ends before it */
+	for (unsigned int i = 1; i < w.n && p->dwfl; i++)
+		if (!dwfl_addrmodule(p->dwfl, w.pcs[i]) && !procmaps_find(&p->maps, w.pcs[i])) {
+			/* named all the same: known, it makes no more reads of the maps */
+			if (!lookup(p, interp, u->interp_names, w.pcs[i], &named))
+				return -ENOMEM;
+			w.n = i;
+			out->end = NATIVE_END_ERROR;
+			u->st.bad_returns++;
+			break;
+		}
 	for (unsigned int i = 0; i < w.n && p->dwfl; i++) {
 		const struct name_ent *e = lookup(p, interp, u->interp_names, w.pcs[i], &named);
 

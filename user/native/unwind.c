@@ -576,6 +576,13 @@ static int walk_stack(struct unwinder *u, struct nproc *p, struct walk *w, enum 
 	return 0;
 }
 
+static bool executable(const struct procmaps *m, uint64_t pc)
+{
+	const struct procmap *e = procmaps_find(m, pc);
+
+	return e && e->perms[2] == 'x';
+}
+
 /* Whether a pc of the walk in no module lies outside every mapping last read (and was
  * not named before: a pc that no mapping holds, even read again, is named once). */
 static bool unmapped_pc(struct nproc *p, const struct walk *w)
@@ -631,10 +638,11 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 		if (!rc && walk_stack(u, p, &w, &out->end))
 			return -ENOMEM;
 	}
-	/* a return address in no mapping, even read again, is an unwinding gone wrong (a
-	 * CFI rule that does not hold at that pc), not a frame: the stack ends before it */
+	/* a return address outside executable memory (in no mapping even read again, or in
+	 * data: the heap) is an unwinding gone wrong (a CFI rule that does not hold at that
+	 * pc), not a frame: the stack ends before it */
 	for (unsigned int i = 1; i < w.n && p->dwfl; i++)
-		if (!dwfl_addrmodule(p->dwfl, w.pcs[i]) && !procmaps_find(&p->maps, w.pcs[i])) {
+		if (!dwfl_addrmodule(p->dwfl, w.pcs[i]) && !executable(&p->maps, w.pcs[i])) {
 			/* named all the same: known, it makes no more reads of the maps */
 			if (!lookup(p, interp, u->interp_names, w.pcs[i], &named))
 				return -ENOMEM;

@@ -68,7 +68,7 @@ struct unwinder_stats {
 		      * symbols and CFI read on first use) */
 	uint64_t warm, warm_ns; /* stacks whose frames were all named before, and their time */
 	uint64_t slow;	      /* stacks left to libdw's unwinder (a frame without a simple rule) */
-	uint64_t bad_returns; /* stacks cut at a return address in no mapping */
+	uint64_t bad_returns; /* stacks cut at a return address outside code */
 	uint64_t checked, mismatches; /* ASYNCBPF_NATIVE_CHECK=1: stacks unwound both ways */
 };
 

@@ -196,7 +196,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		fprintf(f,
 			"native stacks unwound by libdw: %llu (a frame with no simple CFI rule)\n",
 			(unsigned long long)us.slow);
-		fprintf(f, "native stacks cut at a return address in no mapping: %llu\n",
+		fprintf(f, "native stacks cut at a return address outside code: %llu\n",
 			(unsigned long long)us.bad_returns);
 		if (us.checked)
 			fprintf(f, "native stacks checked against libdw: %llu, %llu differ\n",

@@ -640,8 +640,9 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 	}
 	/* a return address outside executable memory (in no mapping even read again, or in
 	 * data: the heap) is an unwinding gone wrong (a CFI rule that does not hold at that
-	 * pc), not a frame: the stack ends before it */
-	for (unsigned int i = 1; i < w.n && p->dwfl; i++)
+	 * pc), not a frame: the stack ends before it. Only libdw's walk reaches a pc in no
+	 * module (no rule for it on the fast path), and says so. */
+	for (unsigned int i = 1; w.no_module && i < w.n && p->dwfl; i++)
 		if (!dwfl_addrmodule(p->dwfl, w.pcs[i]) && !executable(&p->maps, w.pcs[i])) {
 			/* named all the same: known, it makes no more reads of the maps */
 			if (!lookup(p, interp, u->interp_names, w.pcs[i], &named))

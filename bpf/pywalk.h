@@ -27,16 +27,28 @@ struct pw_reader;
 #define PW_MASK(v, mask) asm volatile("%0 &= %1" : "+r"(v) : "i"(mask))
 /* v in a register clang knows nothing about */
 #define PW_OPAQUE(v) asm volatile("" : "+r"(v))
-/* v through map memory (slot, a __u32 there), so that the verifier forgets its value: a
- * loop counter it knows exactly makes every bpf_loop step a state of its own */
+#ifndef PW_BOUNDED_LOOPS
+#define PW_LOOP(max, fn, ctx) bpf_loop(max, fn, ctx, 0)
+/* v through map memory (slot, a __u32 or __u64 there), so that the verifier forgets its
+ * value. Where a bpf_loop is called and where its callback returns, the verifier compares
+ * loop states by every value it knows, precise or not: a counter, a flag or a pointer
+ * known to be 0 at the start is a state of its own, with its own verification of the
+ * callback (wall_tick: 177k instructions, 33k with the loops' values forgotten where they
+ * start and where a step sets a constant). */
 #define PW_FORGET(v, slot)                                                                         \
 	do {                                                                                       \
 		*(volatile __u32 *)&(slot) = (v);                                                  \
 		(v) = *(volatile __u32 *)&(slot);                                                  \
 	} while (0)
-#ifndef PW_BOUNDED_LOOPS
-#define PW_LOOP(max, fn, ctx) bpf_loop(max, fn, ctx, 0)
+#define PW_FORGET64(v, slot)                                                                       \
+	do {                                                                                       \
+		*(volatile __u64 *)&(slot) = (v);                                                  \
+		(v) = *(volatile __u64 *)&(slot);                                                  \
+	} while (0)
 #else
+/* bounded loops keep their state in a map: the verifier knows none of it */
+#define PW_FORGET(v, slot)    ((void)0)
+#define PW_FORGET64(v, slot)  ((void)0)
 /* A kernel without bpf_loop (before 5.17): the includer defines, for each step function
  * fn, pw_bounded_fn(max, ctx) running it in a bounded loop (see bpf/pwbounded.h). */
 #define PW_LOOP(max, fn, ctx) pw_bounded_##fn(max, ctx)
@@ -54,10 +66,11 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 #endif
 #else
 #include <string.h>
-#define PW_INLINE	   inline __attribute__((unused))
-#define PW_MASK(v, mask)   ((v) &= (mask))
-#define PW_FORGET(v, slot) ((void)0)
-#define PW_OPAQUE(v)	   ((void)0)
+#define PW_INLINE	     inline __attribute__((unused))
+#define PW_MASK(v, mask)     ((v) &= (mask))
+#define PW_FORGET(v, slot)   ((void)0)
+#define PW_FORGET64(v, slot) ((void)0)
+#define PW_OPAQUE(v)	     ((void)0)
 #define PW_LOAD(type, buf, off)                                                                    \
 	({                                                                                         \
 		type v_;                                                                           \
@@ -111,6 +124,7 @@ struct pw_scratch {
 	__u32 gen_idx[PW_MAX_GENS];
 	__u32 ngens;
 	__u32 forget; /* PW_FORGET's slot */
+	__u64 forget64;
 	/* 3.12+: the shim frames of the last thread walk, innermost first (see native_hdr) */
 	__u64 shim[NATIVE_MAX_SHIMS];
 	__u32 shim_at[NATIVE_MAX_SHIMS];
@@ -402,6 +416,12 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 
 	s->ngens = 0;
 	s->nshims = 0;
+	PW_FORGET64(w.frame, s->forget64);
+	PW_FORGET64(w.base, s->forget64);
+	PW_FORGET64(w.pend_gen, s->forget64);
+	PW_FORGET(w.pend_idx, s->forget);
+	PW_FORGET(w.at_base, s->forget);
+	PW_FORGET(w.flags, s->forget);
 	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
 	pw_keep_gen(&w);
 	if (w.frame)
@@ -529,6 +549,7 @@ static long pw_coro_step(__u32 i, void *ctx)
 	__u32 n = w->n;
 
 	(void)i;
+	PW_FORGET(n, s->forget);
 	w->gen = 0;
 	if (!gen || n >= w->max || n >= PW_FRAMES_CAP)
 		return 1;
@@ -543,7 +564,10 @@ static long pw_coro_step(__u32 i, void *ctx)
 		frame = gen + a->gen_frame;
 	}
 	if (pw_read(w->r, s->frame, PW_READ_MAX, frame)) {
-		w->flags |= SAMPLE_READ_ERR;
+		__u32 fl = w->flags | SAMPLE_READ_ERR;
+
+		PW_FORGET(fl, s->forget); /* a known flag: a loop state of its own */
+		w->flags = fl;
 		return 1;
 	}
 	if (a->frame_state) { /* 3.10 */
@@ -576,6 +600,9 @@ static PW_INLINE __u32 pw_walk_coro(struct pw_reader *r, const struct py_proc *p
 		.r = r, .p = p, .out = out, .s = s, .gen = coro, .n = start, .max = max
 	};
 
+	PW_FORGET64(w.gen, s->forget64);
+	PW_FORGET64(w.awaited, s->forget64);
+	PW_FORGET(w.flags, s->forget);
 	PW_LOOP(MAX_CORO_FRAMES, pw_coro_step, &w);
 	if (w.gen)
 		w.flags |= SAMPLE_TRUNCATED;
@@ -792,6 +819,10 @@ static long pw_task_step(__u32 i, void *ctx)
 		__builtin_memcpy(next->name, link->name, TASK_NAME_LEN);
 	}
 	PW_LOOP(MAX_TASKS, pw_in_chain_step, w);
+	/* forgotten: each combination of the flags would be a loop state of its own */
+	flags = w->cur_flags;
+	PW_FORGET(flags, w->s->forget);
+	w->cur_flags = flags;
 	return 0;
 }
 

@@ -265,8 +265,8 @@ static void finish(struct atasks *a, unsigned int what);
 static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a,
 		       struct atasks_cache *c, char *why, size_t len);
 
-int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a,
-		    struct atasks_cache *c, char *why, size_t len)
+static int snapshot(const struct py_target *t, unsigned int what, struct atasks *a,
+		    struct atasks_cache *c, char *why, size_t len, struct obj_pages *pages)
 {
 	struct obj_types types = { 0 };
 	struct objread r;
@@ -283,6 +283,7 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 		return -1;
 	}
 	r.types = &types;
+	r.pages = pages;
 	ret = obj_module(&r, "_asyncio", &mod);
 	/* asyncio not imported, or sys.modules not made yet (a process caught starting) */
 	if (ret == -ENOENT || ret == -EAGAIN)
@@ -313,6 +314,17 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	}
 	finish(a, what);
 	return 0;
+}
+
+int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks *a,
+		    struct atasks_cache *c, char *why, size_t len)
+{
+	/* without memory for them, the reads go to the target one by one */
+	struct obj_pages *pages = calloc(1, sizeof(*pages));
+	int ret = snapshot(t, what, a, c, why, len, pages);
+
+	free(pages);
+	return ret;
 }
 
 /* Keeps the tasks that are pending, reading what is asked of each. */

@@ -29,7 +29,23 @@ int objread_init(struct objread *r, const struct py_target *t)
 
 static int rd(const struct objread *r, uint64_t addr, void *buf, size_t len)
 {
-	return mem_read(r->pid, addr, buf, len);
+	struct obj_pages *c = r->pages;
+	uint64_t off = addr & (OBJ_PAGE - 1), page = addr - off;
+	size_t k = (page / OBJ_PAGE) % OBJ_PAGES;
+
+	if (!c || !page || off + len > OBJ_PAGE || c->addr[k] == (page | 1))
+		return mem_read(r->pid, addr, buf, len);
+	if (c->addr[k] != page) {
+		c->misses++;
+		if (mem_read(r->pid, page, c->data[k], OBJ_PAGE)) {
+			c->addr[k] = page | 1;
+			return mem_read(r->pid, addr, buf, len);
+		}
+		c->addr[k] = page;
+	}
+	c->reads++;
+	memcpy(buf, c->data[k] + off, len);
+	return 0;
 }
 
 int obj_ptr(const struct objread *r, uint64_t addr, uint64_t *out)

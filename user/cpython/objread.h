@@ -24,6 +24,17 @@ struct obj_types {
 	} e[OBJ_TYPES];
 };
 
+/* Pages of the target read whole, for one snapshot: the objects a snapshot walks (tasks,
+ * their coroutines, futures and callbacks) lie close together, and a read costs by its
+ * system call, not by its bytes. Direct-mapped by page number. */
+#define OBJ_PAGE  4096
+#define OBJ_PAGES 1024
+struct obj_pages {
+	uint64_t addr[OBJ_PAGES]; /* the page held; bit 0: unreadable, read directly; 0: none */
+	uint8_t data[OBJ_PAGES][OBJ_PAGE];
+	uint64_t reads, misses; /* reads served from pages, pages read */
+};
+
 struct objread {
 	pid_t pid;
 	uint32_t version;
@@ -31,6 +42,7 @@ struct objread {
 	const struct py_layout *l;
 	const struct py_objmodel *m;
 	struct obj_types *types; /* optional cache, for one snapshot */
+	struct obj_pages *pages; /* optional: pages kept, for one snapshot */
 };
 
 /* Sets up a reader for a discovered target; -ENOTSUP when no object model is known. */

@@ -34,6 +34,11 @@ static const char *const readers[NREADERS] = { "bpf", "memcpy", "vmreadv", "bpf 
 #define NATIVE 3
 static const unsigned int freqs[NFREQS] = { 99, 999 };
 #define SIGNAL_ROUNDS 20000
+/* start-up: the recorder started this many times in each mode, with the default
+ * options (the creation probe too) */
+#define STARTUPS 5
+#define NMODES	 2
+static const char *const modes[NMODES] = { "cpu", "wall" };
 
 static const char usage[] =
 	"usage: asyncbpf-bench [--quick] [--reps N] [--python PATH] [--out DIR]\n"
@@ -41,12 +46,13 @@ static const char usage[] =
 	"\n"
 	"Runs the bundled asyncio workload with no profiler and under each reader (bpf,\n"
 	"memcpy, vmreadv, and bpf with --native) at 99 and 999 Hz, repetitions interleaved,\n"
-	"then a depth sweep at\n"
+	"then the recorder's start-up in CPU and wall mode, then a depth sweep at\n"
 	"999 Hz. Writes DIR/readers.md, readers.csv, depth.csv and depth.svg (default DIR:\n"
 	"bench-out). Needs root. --quick: 2 repetitions of a small workload (under 2 min).\n";
 
 struct opts {
 	double signal_ns[MAX_REPS]; /* a profiling signal's cost, measured at each repetition */
+	double startup_s[NMODES][STARTUPS]; /* the recorder's CPU before its first sample */
 	bool quick;
 	int reps;
 	const char *python, *out, *workload;
@@ -313,6 +319,18 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 			profile_overlap(b->prof, m->prof), profile_overlap(b->prof, v->prof),
 			profile_overlap(m->prof, v->prof));
 	}
+	fprintf(md,
+		"\nStart-up: the recorder's CPU before its first sample (`--stats`' "
+		"`profiler cpu ... s before`), %d starts in each mode on the workload, "
+		"default options:\n\n| mode | starts | CPU s, median (min-max) |\n"
+		"|---|---|---|\n",
+		STARTUPS);
+	for (int m = 0; m < NMODES; m++) {
+		struct bench_summary st = bench_summarize(o->startup_s[m], STARTUPS);
+
+		fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) |\n", modes[m], st.n, st.med, st.min,
+			st.max);
+	}
 	fprintf(md, "\nCost per sample (µs) against the workload's stack depth, 999 Hz:\n\n"
 		    "| depth | bpf | memcpy | vmreadv | bpf --native |\n|---|---|---|---|---|\n");
 	for (int d = 0; d < ndepths; d++)
@@ -526,6 +544,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "asyncbpf-bench: rep %d %-18s wall %.3f s cost %.0f ns\n",
 				rep + 1, cname(c, name, sizeof(name)), x->wall, x->cost_ns);
 		}
+	}
+	for (int m = 0; m < NMODES; m++) {
+		struct bench_workload w = { .python = o.python,
+					    .script = o.script,
+					    .requests = o.requests,
+					    .work = o.work };
+		char *args[] = { "--mode", (char *)modes[m], NULL };
+
+		failed += bench_startup("asyncbpf-bench", &w, o.record, args, o.profile, o.stats,
+					o.startup_s[m], STARTUPS);
+		fprintf(stderr, "asyncbpf-bench: start-up %s:", modes[m]);
+		for (int i = 0; i < STARTUPS; i++)
+			fprintf(stderr, " %.3f", o.startup_s[m][i]);
+		fprintf(stderr, " s\n");
 	}
 	for (int d = 0; d < ndepths; d++)
 		for (int r = 0; r < NREADERS; r++) {

@@ -303,6 +303,12 @@ def test_bench_quick(built, tmp, churn):
     with open(os.path.join(out, "depth.svg")) as f:
         assert "<polyline" in f.read()
     assert "| none |" in r.stdout
+    # start-up: every start in each mode gave its figure
+    for mode in ("cpu", "wall"):
+        m = re.search(r"^\| %s \| (\d+) \| ([\d.]+) \(([\d.]+)-([\d.]+)\) \|$" % mode,
+                      r.stdout, re.M)
+        assert m, "no start-up row for %s mode:\n%s" % (mode, r.stdout)
+        assert int(m.group(1)) == 5 and 0 < float(m.group(3)) <= float(m.group(2)), m.group(0)
 
 
 @pytest.mark.parametrize("args,words", [

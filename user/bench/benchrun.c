@@ -218,6 +218,80 @@ static bool end_recorder(const char *prog, const struct bench_recorder *rec, pid
 	return false;
 }
 
+#define STARTUP_RUN_S "0.3" /* each start's recording: its cost before is what counts */
+#define STARTUP_ARGS  8
+
+/* "profiler cpu: A s while recording (B% of a core), C s before": C, NAN if absent */
+static double startup_of(const char *text)
+{
+	const char *p = strstr(text, "\nprofiler cpu:");
+
+	p = p ? strstr(p, "), ") : NULL;
+	return p && strstr(p, " s before") ? atof(p + 3) : NAN;
+}
+
+int bench_startup(const char *prog, const struct bench_workload *w, const char *record,
+		  char *const args[], const char *output, const char *stats, double *out, int n)
+{
+	char req[16], wk[16], dp[16], pidarg[16], line[512];
+	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
+	char *rargv[8 + STARTUP_ARGS] = { (char *)record, "-p",	     pidarg, "-d",
+					  STARTUP_RUN_S,  "--stats", "-o",   (char *)output };
+	int in[2], outp[2], st, failed = 0, k = 8;
+	pid_t target;
+
+	for (int i = 0; args && args[i] && i < STARTUP_ARGS - 1; i++)
+		rargv[k++] = args[i];
+	rargv[k] = NULL;
+	for (int i = 0; i < n; i++)
+		out[i] = NAN;
+	snprintf(req, sizeof(req), "%d", w->requests);
+	snprintf(wk, sizeof(wk), "%d", w->work);
+	snprintf(dp, sizeof(dp), "%d", w->depth);
+	if (pipe(in) || pipe(outp)) {
+		fprintf(stderr, "%s: pipe: %s\n", prog, strerror(errno));
+		exit(1);
+	}
+	target = spawn(prog, targv, w->preload, in[0], outp[1], -1);
+	close(in[0]);
+	close(outp[1]);
+	snprintf(pidarg, sizeof(pidarg), "%d", target);
+	if (read_line(outp[0], line, sizeof(line), START_S) || strcmp(line, "READY")) {
+		fprintf(stderr, "%s: the workload did not start (%s)\n", prog, w->python);
+		failed = n;
+		goto reap;
+	}
+	for (int i = 0; i < n; i++) {
+		int efd = open(stats, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		pid_t rec = spawn(prog, rargv, NULL, -1, -1, efd);
+		char *text;
+		size_t len;
+
+		close(efd);
+		text = waitpid(rec, &st, 0) == rec && WIFEXITED(st) && !WEXITSTATUS(st)
+			       ? bench_read_file(stats, &len)
+			       : NULL;
+		if (text)
+			out[i] = startup_of(text);
+		if (isnan(out[i])) {
+			fprintf(stderr, "%s: asyncbpf-record %s: no start-up figure:\n", prog,
+				args && args[0] ? args[0] : "");
+			free(text);
+			text = bench_read_file(stats, &len);
+			if (text)
+				fputs(text, stderr);
+			failed++;
+		}
+		free(text);
+	}
+reap:
+	close(in[1]);
+	close(outp[0]);
+	kill(target, SIGKILL);
+	waitpid(target, &st, 0);
+	return failed;
+}
+
 struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 			      const struct bench_recorder *rec)
 {

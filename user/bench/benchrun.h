@@ -42,6 +42,13 @@ struct bench_result {
 struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 			      const struct bench_recorder *rec);
 
+/* The recorder's CPU before its first sample (--stats' "profiler cpu ... s before"),
+ * started n times in turn on one waiting workload, with extra arguments args (NULL
+ * ended: a mode, say) and its stderr into stats: out[0..n), NAN for a start that failed
+ * (said on stderr). Returns how many failed. */
+int bench_startup(const char *prog, const struct bench_workload *w, const char *record,
+		  char *const args[], const char *output, const char *stats, double *out, int n);
+
 /* A whole file, NUL-terminated, its length in *len: "" when it cannot be read, NULL when
  * out of memory. The caller frees it. */
 char *bench_read_file(const char *path, size_t *len);

@@ -224,7 +224,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 	fprintf(f, "profile: %zu KiB\n", profile_bytes(last ? last : a->rec.prof, &nstacks) >> 10);
 	fprintf(f, "memory used: %zu KiB (heap %zu KiB)\n", rss_bytes("\nVmRSS:") >> 10,
 		rss_bytes("\nRssAnon:") >> 10);
-	fprintf(f, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.2f s before\n",
+	fprintf(f, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.3f s before\n",
 		recorder_cpu() - a->cpu_start, 100 * (recorder_cpu() - a->cpu_start) / elapsed,
 		a->cpu_start);
 	profile_size(last ? last : a->rec.prof, &nstacks, &nframes);

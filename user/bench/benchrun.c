@@ -218,6 +218,34 @@ static bool end_recorder(const char *prog, const struct bench_recorder *rec, pid
 	return false;
 }
 
+/* Starts the workload with its stdin (*to) and stdout (*from) on pipes and waits for its
+ * READY; its pid, which the caller reaps, and false if it did not say READY (said). */
+static bool start_workload(const char *prog, const struct bench_workload *w, pid_t *target, int *to,
+			   int *from)
+{
+	char req[16], wk[16], dp[16], line[512];
+	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
+	int in[2], out[2];
+
+	snprintf(req, sizeof(req), "%d", w->requests);
+	snprintf(wk, sizeof(wk), "%d", w->work);
+	snprintf(dp, sizeof(dp), "%d", w->depth);
+	if (pipe(in) || pipe(out)) {
+		fprintf(stderr, "%s: pipe: %s\n", prog, strerror(errno));
+		exit(1);
+	}
+	*target = spawn(prog, targv, w->preload, in[0], out[1], -1);
+	close(in[0]);
+	close(out[1]);
+	*to = in[1];
+	*from = out[0];
+	if (read_line(out[0], line, sizeof(line), START_S) || strcmp(line, "READY")) {
+		fprintf(stderr, "%s: the workload did not start (%s)\n", prog, w->python);
+		return false;
+	}
+	return true;
+}
+
 #define STARTUP_RUN_S "0.3" /* each start's recording: its cost before is what counts */
 #define STARTUP_ARGS  8
 
@@ -233,11 +261,10 @@ static double startup_of(const char *text)
 int bench_startup(const char *prog, const struct bench_workload *w, const char *record,
 		  char *const args[], const char *output, const char *stats, double *out, int n)
 {
-	char req[16], wk[16], dp[16], pidarg[16], line[512];
-	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
+	char pidarg[16];
 	char *rargv[8 + STARTUP_ARGS] = { (char *)record, "-p",	     pidarg, "-d",
 					  STARTUP_RUN_S,  "--stats", "-o",   (char *)output };
-	int in[2], outp[2], st, failed = 0, k = 8;
+	int to, from, st, failed = 0, k = 8;
 	pid_t target;
 
 	for (int i = 0; args && args[i] && i < STARTUP_ARGS - 1; i++)
@@ -245,22 +272,11 @@ int bench_startup(const char *prog, const struct bench_workload *w, const char *
 	rargv[k] = NULL;
 	for (int i = 0; i < n; i++)
 		out[i] = NAN;
-	snprintf(req, sizeof(req), "%d", w->requests);
-	snprintf(wk, sizeof(wk), "%d", w->work);
-	snprintf(dp, sizeof(dp), "%d", w->depth);
-	if (pipe(in) || pipe(outp)) {
-		fprintf(stderr, "%s: pipe: %s\n", prog, strerror(errno));
-		exit(1);
-	}
-	target = spawn(prog, targv, w->preload, in[0], outp[1], -1);
-	close(in[0]);
-	close(outp[1]);
-	snprintf(pidarg, sizeof(pidarg), "%d", target);
-	if (read_line(outp[0], line, sizeof(line), START_S) || strcmp(line, "READY")) {
-		fprintf(stderr, "%s: the workload did not start (%s)\n", prog, w->python);
+	if (!start_workload(prog, w, &target, &to, &from)) {
 		failed = n;
 		goto reap;
 	}
+	snprintf(pidarg, sizeof(pidarg), "%d", target);
 	for (int i = 0; i < n; i++) {
 		int efd = open(stats, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		pid_t rec = spawn(prog, rargv, NULL, -1, -1, efd);
@@ -285,8 +301,8 @@ int bench_startup(const char *prog, const struct bench_workload *w, const char *
 		free(text);
 	}
 reap:
-	close(in[1]);
-	close(outp[0]);
+	close(to);
+	close(from);
 	kill(target, SIGKILL);
 	waitpid(target, &st, 0);
 	return failed;
@@ -295,8 +311,7 @@ reap:
 struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 			      const struct bench_recorder *rec)
 {
-	char req[16], wk[16], dp[16], fq[16], pidarg[16], line[512];
-	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
+	char fq[16], pidarg[16], line[512];
 	struct bench_result res = { .wall = NAN,
 				    .cpu = NAN,
 				    .prof_cpu = NAN,
@@ -307,23 +322,11 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 				    .read_bytes = NAN,
 				    .native_bytes = NAN,
 				    .unwind_ns = NAN };
-	int in[2], out[2], st, efd = -1;
+	int to, from, st, efd = -1;
 	pid_t target, recpid = 0;
 
-	snprintf(req, sizeof(req), "%d", w->requests);
-	snprintf(wk, sizeof(wk), "%d", w->work);
-	snprintf(dp, sizeof(dp), "%d", w->depth);
-	if (pipe(in) || pipe(out)) {
-		fprintf(stderr, "%s: pipe: %s\n", prog, strerror(errno));
-		exit(1);
-	}
-	target = spawn(prog, targv, w->preload, in[0], out[1], -1);
-	close(in[0]);
-	close(out[1]);
-	if (read_line(out[0], line, sizeof(line), START_S) || strcmp(line, "READY")) {
-		fprintf(stderr, "%s: the workload did not start (%s)\n", prog, w->python);
+	if (!start_workload(prog, w, &target, &to, &from))
 		goto reap;
-	}
 	if (rec) {
 		char *rargv[] = { (char *)rec->path, "--reader", (char *)rec->reader, "-p", pidarg,
 				  "-F", fq, "--stats",
@@ -341,14 +344,14 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 			goto reap;
 		sleep_s(SETTLE_S);
 	}
-	if (write(in[1], "\n", 1) != 1 || read_line(out[0], line, sizeof(line), RUN_TIMEOUT)) {
+	if (write(to, "\n", 1) != 1 || read_line(from, line, sizeof(line), RUN_TIMEOUT)) {
 		fprintf(stderr, "%s: the workload did not finish\n", prog);
 		goto reap;
 	}
 	parse_result(prog, line, &res);
 reap:
-	close(in[1]);
-	close(out[0]);
+	close(to);
+	close(from);
 	if (recpid) {
 		if (!end_recorder(prog, rec, recpid, &res))
 			res.ok = 0;

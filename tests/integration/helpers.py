@@ -647,6 +647,8 @@ class NativeFrame(str):
 
 
 NATIVE_ENDS = "[native stack ends]"
+# executable memory of no file: a libffi closure's trampoline (ctypes callbacks)
+ANON_CODE = "[anonymous code]"
 
 
 class Frame(tuple):
@@ -701,9 +703,11 @@ class Sample:
             elif p and not p.startswith("["):
                 self.frames.append(NativeFrame(p))
             else:
-                # "[unknown native 0x...]" too: the suite runs no code outside ELF files, so
-                # a pc in no module is the unwinder's fault (a library it missed)
-                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE), "bad frame %r in line: %.300r" % (p, raw)
+                # "[unknown native 0x...]" too: the suite runs no code outside ELF files
+                # but [anonymous code], so a pc in no module is the unwinder's fault (a
+                # library it missed)
+                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE, ANON_CODE), (
+                    "bad frame %r in line: %.300r" % (p, raw))
                 self.frames.append(p)
 
     @property

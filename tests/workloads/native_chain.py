@@ -7,7 +7,9 @@ the C extension chainext: ext (hot_ext -> ext_outer -> ext_mid -> ext_leaf) and
 ext-callback (hot_ext_cb -> ext_cb_outer -> ext_cb_mid -> py_ext_callback -> ext_outer
 -> ...), and dlopen (hot_dlopen -> c_outer -> ...: every quarter second through a new copy
 of the library, loaded then and unlinked at once, so that each is a module new to the
-recorder and reachable only through /proc/PID/map_files)."""
+recorder and reachable only through /proc/PID/map_files), anon (hot_anon -> c_anon_outer
+-> c_anon_mid -> a spin in anonymous executable memory, as a ctypes callback's
+trampoline)."""
 import asyncio
 import ctypes
 import json
@@ -40,6 +42,11 @@ callback = CALLBACK(py_callback)
 def hot_cb():
     while True:
         lib.cb_outer(callback)
+
+
+def hot_anon():
+    while True:
+        assert lib.c_anon_outer(N) == 0, "no executable anonymous page"
 
 
 def hot_ext():
@@ -103,6 +110,8 @@ elif mode == "ext-callback":
     hot_ext_cb()
 elif mode == "callback":
     hot_cb()
+elif mode == "anon":
+    hot_anon()
 elif mode == "dlopen":
     hot_dlopen()
 else:

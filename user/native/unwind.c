@@ -400,7 +400,18 @@ static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint6
 
 	e->kind = NATIVE_OTHER;
 	if (!mod) {
-		if (asprintf(&name, "[unknown native 0x%llx]", (unsigned long long)pc) < 0)
+		const struct procmap *m = procmaps_find(&p->maps, pc);
+		int rc;
+
+		/* code of no ELF file: by its mapping, without an address if anonymous */
+		if (m && m->perms[2] == 'x' && m->path[0] == '/')
+			rc = asprintf(&name, "%s+0x%llx", base_name(m->path),
+				      (unsigned long long)(pc - m->start + m->offset));
+		else if (m && m->perms[2] == 'x')
+			rc = (name = strdup(ANON_CODE)) ? 0 : -1;
+		else
+			rc = asprintf(&name, "[unknown native 0x%llx]", (unsigned long long)pc);
+		if (rc < 0)
 			return -ENOMEM;
 		e->name = name;
 		return 0;
@@ -583,6 +594,49 @@ static bool executable(const struct procmaps *m, uint64_t pc)
 	return e && e->perms[2] == 'x';
 }
 
+/* The walk of a stack interrupted in code that no ELF file's unwind table covers (a
+ * libffi closure's trampoline in anonymous memory, which libdw's fallback unwound into
+ * garbage): such a stub jumps on without touching the stack, so its return address is
+ * at rsp. The rest is walked from there if that returns into a module's code; else the
+ * stack ends at the stub. */
+static int walk_from_stub(struct unwinder *u, struct nproc *p, struct walk *w, enum native_end *end)
+{
+	const struct native_hdr *h = p->h;
+	struct native_hdr from = *h;
+	struct walk *rest;
+	uint64_t ra;
+
+	w->n = 1;
+	*end = NATIVE_END_ERROR;
+	if (h->stack_len < 8 || h->stack_start != h->regs[7])
+		return 0;
+	memcpy(&ra, p->stack, 8);
+	if (!ra || !dwfl_addrmodule(p->dwfl, ra - 1) || !executable(&p->maps, ra - 1))
+		return 0;
+	rest = malloc(sizeof(*rest));
+	if (!rest)
+		return -ENOMEM;
+	/* at the call that returns there, as libdw takes a caller's pc */
+	from.regs[NATIVE_REGS - 1] = ra - 1;
+	from.regs[7] += 8;
+	p->h = &from;
+	*rest = (struct walk){ .p = p };
+	if (walk_stack(u, p, rest, end)) {
+		p->h = h;
+		free(rest);
+		return -ENOMEM;
+	}
+	p->h = h;
+	for (unsigned int i = 0; i < rest->n && w->n < NATIVE_MAX_FRAMES; i++, w->n++) {
+		w->pcs[w->n] = rest->pcs[i];
+		w->sps[w->n] = rest->sps[i];
+	}
+	w->no_module = rest->no_module;
+	u->st.stubs++;
+	free(rest);
+	return 0;
+}
+
 /* Whether a pc of the walk in no module lies outside every mapping last read (and was
  * not named before: a pc that no mapping holds, even read again, is named once). */
 static bool unmapped_pc(struct nproc *p, const struct walk *w)
@@ -638,12 +692,15 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 		if (!rc && walk_stack(u, p, &w, &out->end))
 			return -ENOMEM;
 	}
+	if (w.n && w.no_module && !dwfl_addrmodule(p->dwfl, w.pcs[0]) &&
+	    executable(&p->maps, w.pcs[0]) && walk_from_stub(u, p, &w, &out->end))
+		return -ENOMEM;
 	/* a return address outside executable memory (in no mapping even read again, or in
-	 * data: the heap) is an unwinding gone wrong (a CFI rule that does not hold at that
-	 * pc), not a frame: the stack ends before it. Only libdw's walk reaches a pc in no
-	 * module (no rule for it on the fast path), and says so. */
+	 * data: the heap, the stack) is an unwinding gone wrong, not a frame: the stack ends
+	 * before it. Only libdw's walk goes wrong so (its fallback where no table covers a
+	 * pc), and it says when it met a pc in no module. */
 	for (unsigned int i = 1; w.no_module && i < w.n && p->dwfl; i++)
-		if (!dwfl_addrmodule(p->dwfl, w.pcs[i]) && !executable(&p->maps, w.pcs[i])) {
+		if (!executable(&p->maps, w.pcs[i])) {
 			/* named all the same: known, it makes no more reads of the maps */
 			if (!lookup(p, interp, u->interp_names, w.pcs[i], &named))
 				return -ENOMEM;

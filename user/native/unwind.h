@@ -12,6 +12,8 @@
 #include "../../bpf/asyncbpf.h"
 
 #define NATIVE_MAX_FRAMES 512
+/* a frame in executable memory of no file (a libffi closure's trampoline, JIT code) */
+#define ANON_CODE "[anonymous code]"
 
 enum native_kind {
 	NATIVE_OTHER,  /* a frame of some library or executable: shown */
@@ -69,6 +71,7 @@ struct unwinder_stats {
 	uint64_t warm, warm_ns; /* stacks whose frames were all named before, and their time */
 	uint64_t slow;	      /* stacks left to libdw's unwinder (a frame without a simple rule) */
 	uint64_t bad_returns; /* stacks cut at a return address outside code */
+	uint64_t stubs;	      /* stacks interrupted in code of no ELF file (ANON_CODE or not) */
 	uint64_t checked, mismatches; /* ASYNCBPF_NATIVE_CHECK=1: stacks unwound both ways */
 };
 

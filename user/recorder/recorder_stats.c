@@ -198,6 +198,8 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 			(unsigned long long)us.slow);
 		fprintf(f, "native stacks cut at a return address outside code: %llu\n",
 			(unsigned long long)us.bad_returns);
+		fprintf(f, "native stacks interrupted in code of no ELF file: %llu\n",
+			(unsigned long long)us.stubs);
 		if (us.checked)
 			fprintf(f, "native stacks checked against libdw: %llu, %llu differ\n",
 				(unsigned long long)us.checked, (unsigned long long)us.mismatches);

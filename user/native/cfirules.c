@@ -107,9 +107,20 @@ static bool reg_rule(Dwarf_Frame *fr, int regno, uint8_t *kind, int64_t *off)
 	return true;
 }
 
-static void make_rule(Dwfl *dwfl, uint64_t pc, struct rule *r)
+Dwfl_Module *cfi_module(Dwfl *dwfl, uint64_t pc)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	Dwarf_Addr lo, hi;
+
+	if (mod &&
+	    (!dwfl_module_info(mod, NULL, &lo, &hi, NULL, NULL, NULL, NULL) || pc < lo || pc >= hi))
+		return NULL;
+	return mod;
+}
+
+static void make_rule(Dwfl *dwfl, uint64_t pc, struct rule *r)
+{
+	Dwfl_Module *mod = cfi_module(dwfl, pc);
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
 	Dwarf_Frame *fr = NULL;

@@ -32,6 +32,10 @@ void cfi_cache_free(struct cfi_cache *c);
 /* Forgets every rule (the process's modules were read again). */
 void cfi_cache_clear(struct cfi_cache *c);
 
+/* The module that holds pc, NULL if none: dwfl_addrmodule itself gives the highest
+ * module for any address above it (the stack, 0x7ffffffff000: ld.so). */
+Dwfl_Module *cfi_module(Dwfl *dwfl, uint64_t pc);
+
 /* One frame up from the frame at pc (a return address minus one, or the interrupted pc)
  * with registers r, reading saved registers from the copy of h->stack_len bytes at
  * h->stack_start. */

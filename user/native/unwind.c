@@ -391,7 +391,7 @@ static void find_eval(struct nproc *p, Dwfl_Module *mod)
 static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint64_t pc,
 		   struct name_ent *e)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
+	Dwfl_Module *mod = cfi_module(p->dwfl, pc);
 	const char *modname, *sym;
 	Dwarf_Addr bias = 0, start;
 	GElf_Sym s;
@@ -461,7 +461,7 @@ static const struct name_ent *lookup(struct nproc *p, const char *interp, bool i
 	*named = true;
 	if (name_pc(p, interp, interp_names, pc, &tmp))
 		return NULL;
-	if (!dwfl_addrmodule(p->dwfl, pc))
+	if (!cfi_module(p->dwfl, pc))
 		p->nunknown++;
 	tmp.pc = pc;
 	*e = tmp;
@@ -489,7 +489,7 @@ static int on_frame(Dwfl_Frame *state, void *arg)
 	/* a return address is past its call: look the call up */
 	if (!activation)
 		pc--;
-	if (!dwfl_addrmodule(w->p->dwfl, pc))
+	if (!cfi_module(w->p->dwfl, pc))
 		w->no_module = true;
 	/* x86-64's DWARF register 7: rsp */
 	if (dwfl_frame_reg(state, 7, &w->sps[w->n]))
@@ -611,7 +611,7 @@ static int walk_from_stub(struct unwinder *u, struct nproc *p, struct walk *w, e
 	if (h->stack_len < 8 || h->stack_start != h->regs[7])
 		return 0;
 	memcpy(&ra, p->stack, 8);
-	if (!ra || !dwfl_addrmodule(p->dwfl, ra - 1) || !executable(&p->maps, ra - 1))
+	if (!ra || !cfi_module(p->dwfl, ra - 1) || !executable(&p->maps, ra - 1))
 		return 0;
 	rest = malloc(sizeof(*rest));
 	if (!rest)
@@ -642,8 +642,8 @@ static int walk_from_stub(struct unwinder *u, struct nproc *p, struct walk *w, e
 static bool unmapped_pc(struct nproc *p, const struct walk *w)
 {
 	for (unsigned int i = 0; i < w->n; i++)
-		if (!dwfl_addrmodule(p->dwfl, w->pcs[i]) &&
-		    !(p->cap && name_slot(p, w->pcs[i])->pc) && !procmaps_find(&p->maps, w->pcs[i]))
+		if (!cfi_module(p->dwfl, w->pcs[i]) && !(p->cap && name_slot(p, w->pcs[i])->pc) &&
+		    !procmaps_find(&p->maps, w->pcs[i]))
 			return true;
 	return false;
 }
@@ -692,7 +692,7 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 		if (!rc && walk_stack(u, p, &w, &out->end))
 			return -ENOMEM;
 	}
-	if (w.n && w.no_module && !dwfl_addrmodule(p->dwfl, w.pcs[0]) &&
+	if (w.n && w.no_module && !cfi_module(p->dwfl, w.pcs[0]) &&
 	    executable(&p->maps, w.pcs[0]) && walk_from_stub(u, p, &w, &out->end))
 		return -ENOMEM;
 	/* a return address outside executable memory (in no mapping even read again, or in

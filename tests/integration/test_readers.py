@@ -337,6 +337,30 @@ def test_memcpy_without_library(built):
         p.wait()
 
 
+def test_memcpy_stats_outlive_target(built, tmp):
+    """The memcpy reader's counts live in the target's shared memory: a target that exits
+    while the recording runs still counts in --stats, as the bench's cost per sample needs
+    (they were lost when the recorder saw the exit before its end)."""
+    py = pick()
+    t = Target(py.path, os.path.join(REPO, "tools", "bench", "workload.py"), 24, 3000)
+    out = os.path.join(tmp, "outlive.txt")
+    rec = start_record("memcpy", [t.pid], 999, out)
+    try:
+        wait_ready(rec)
+        t.send("")
+        res = t.proc.stdout.readline()
+        assert '"result"' in res, "the workload did not finish: %r" % res
+        t.proc.wait(timeout=60)
+        time.sleep(1.5)  # for the recorder to see the exit: it drops the target then
+        rc, err = finish(rec)
+    finally:
+        t.kill()
+    assert rc == 0, err
+    handled = re.search(r"^handler time per sample: \d+ ns \((\d+) runs\)$", err, re.M)
+    assert handled and int(handled.group(1)) > 0, "no handler runs counted:\n" + err
+    assert re.search(r"^median read time per sample: [1-9]\d* ns$", err, re.M), err
+
+
 def test_memcpy_churn_survives(churn):
     """The churning target, walked at 999 Hz for 60 s, finishes with the right result."""
     py, t, rec, out = churn

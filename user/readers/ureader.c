@@ -108,6 +108,20 @@ struct ureader *ureader_new(const struct ureader_opts *o)
 	return u;
 }
 
+/* The memcpy reader's counts, kept by the target's handler in the shared memory. */
+static void add_shm_stats(struct ureader_stats *st, const struct mc_shm *m)
+{
+	st->read_ns += __atomic_load_n(&m->handler_ns, __ATOMIC_RELAXED);
+	st->read_cnt += __atomic_load_n(&m->handled, __ATOMIC_RELAXED);
+	st->lost += __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
+	st->faults += __atomic_load_n(&m->faults, __ATOMIC_RELAXED);
+	st->idle += __atomic_load_n(&m->idle, __ATOMIC_RELAXED);
+	st->mem_reads += __atomic_load_n(&m->mem_reads, __ATOMIC_RELAXED);
+	st->mem_bytes += __atomic_load_n(&m->mem_bytes, __ATOMIC_RELAXED);
+	for (int k = 0; k < COST_BUCKETS; k++)
+		st->cost_hist[k] += __atomic_load_n(&m->cost_hist[k], __ATOMIC_RELAXED);
+}
+
 static void drop_threads(struct utarget *t)
 {
 	for (size_t i = 0; i < t->nth; i++)
@@ -304,6 +318,9 @@ void ureader_del_proc(struct ureader *u, pid_t pid)
 	if (!t)
 		return;
 	pthread_mutex_lock(&u->lock);
+	/* kept: a target that exits before the recording ends still counts in --stats */
+	if (t->shm)
+		add_shm_stats(&u->st, t->shm);
 	drop_target(t);
 	*t = u->t[--u->nt];
 	pthread_mutex_unlock(&u->lock);
@@ -596,21 +613,9 @@ void ureader_read_stats(struct ureader *u, struct ureader_stats *st)
 	pthread_mutex_lock(&u->lock);
 	*st = u->st;
 	pthread_mutex_unlock(&u->lock);
-	for (size_t i = 0; i < u->nt; i++) {
-		struct mc_shm *m = u->t[i].shm;
-
-		if (!m)
-			continue;
-		st->read_ns += __atomic_load_n(&m->handler_ns, __ATOMIC_RELAXED);
-		st->read_cnt += __atomic_load_n(&m->handled, __ATOMIC_RELAXED);
-		st->lost += __atomic_load_n(&m->lost, __ATOMIC_RELAXED);
-		st->faults += __atomic_load_n(&m->faults, __ATOMIC_RELAXED);
-		st->idle += __atomic_load_n(&m->idle, __ATOMIC_RELAXED);
-		st->mem_reads += __atomic_load_n(&m->mem_reads, __ATOMIC_RELAXED);
-		st->mem_bytes += __atomic_load_n(&m->mem_bytes, __ATOMIC_RELAXED);
-		for (int k = 0; k < COST_BUCKETS; k++)
-			st->cost_hist[k] += __atomic_load_n(&m->cost_hist[k], __ATOMIC_RELAXED);
-	}
+	for (size_t i = 0; i < u->nt; i++)
+		if (u->t[i].shm)
+			add_shm_stats(st, u->t[i].shm);
 }
 
 static struct taskmaps *maps_of(void *ctx, pid_t pid)

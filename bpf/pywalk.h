@@ -678,7 +678,8 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 	return name;
 }
 
-/* Is the task at addr, running coro, still the task numbered serial? */
+/* Is the task at addr, running coro, still the task numbered serial? 1 yes, 0 no, -1
+ * its memory cannot be read now. */
 static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 				   __u64 addr, __u64 coro, __u64 serial)
 {
@@ -686,7 +687,9 @@ static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
 
 	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
 		return 0;
-	return !pw_read(r, &now, 8, addr + p->async.task_coro) && now == coro;
+	if (pw_read(r, &now, 8, addr + p->async.task_coro))
+		return -1;
+	return now == coro;
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
@@ -700,7 +703,7 @@ static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p, 
 		return 0;
 	t = id->task;
 	sn = id->serial;
-	if (!pw_task_alive(r, p, pid, t, gen, sn))
+	if (pw_task_alive(r, p, pid, t, gen, sn) != 1)
 		return 0;
 	*serial = sn;
 	return t;
@@ -772,6 +775,7 @@ static long pw_task_step(__u32 i, void *ctx)
 	struct task_rec *t, *next;
 	__u32 n = w->n, flags = 0, nf = 0;
 	__u64 awaited;
+	int alive;
 
 	if (n >= MAX_TASKS)
 		return 1;
@@ -810,10 +814,13 @@ static long pw_task_step(__u32 i, void *ctx)
 	w->cur_coro = link->parent_coro;
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	if (!pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial)) {
+	alive = pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial);
+	if (alive <= 0) {
 		/* copied now: no pointer is kept from one step to the next (the bounded
 		 * loops keep their state in a map) */
 		w->cur_flags |= TASK_ENDED;
+		if (alive < 0)
+			w->smp->hdr.flags |= SAMPLE_READ_ERR;
 		next = &w->smp->tasks[(n + 1) & (MAX_TASKS - 1)];
 		next->name_kind = link->name_kind;
 		__builtin_memcpy(next->name, link->name, TASK_NAME_LEN);

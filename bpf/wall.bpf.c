@@ -196,7 +196,7 @@ static long suspended_step(__u32 i, void *ctx)
 	/* masked where the verifier sees it: clang would reuse the unmasked i */
 	asm volatile("%0 &= 0x1fff" : "+r"(k));
 	wt = &tasks[k];
-	if (!pw_task_alive(x->r, x->p, x->pid, wt->task, wt->coro, wt->serial)) {
+	if (pw_task_alive(x->r, x->p, x->pid, wt->task, wt->coro, wt->serial) != 1) {
 		stat_inc(WSTAT_TASK_GONE);
 		return 0;
 	}

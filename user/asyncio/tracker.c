@@ -11,6 +11,7 @@
 struct known {
 	uint64_t task, coro, serial;
 	int awaits; /* it awaits another task of the snapshot */
+	int fresh;  /* its coroutine is to be mapped to it, after its link is written */
 };
 
 struct proc_tasks {
@@ -121,8 +122,9 @@ static struct proc_tasks *proc(struct tracker *tr, pid_t pid)
 }
 
 /* The serial of the task at addr running coro: the one the creation probe (or an earlier
- * snapshot) gave it when both maps agree on it, else a new one. */
-static uint64_t serial(struct tracker *tr, pid_t pid, uint64_t addr, uint64_t coro)
+ * snapshot) gave it when both maps agree on it, else a new one (*fresh: its coroutine is
+ * still to be mapped to it). */
+static uint64_t serial(struct tracker *tr, pid_t pid, uint64_t addr, uint64_t coro, int *fresh)
 {
 	struct task_id id = { .task = addr };
 	uint64_t sn;
@@ -130,11 +132,10 @@ static uint64_t serial(struct tracker *tr, pid_t pid, uint64_t addr, uint64_t co
 	if (!tr->ops->get_serial(tr->ctx, pid, addr, &sn) &&
 	    !tr->ops->get_coro_task(tr->ctx, pid, coro, &id) && id.task == addr && id.serial == sn)
 		return sn;
-	id.task = addr;
-	id.serial = tr->next_serial++;
-	tr->ops->set_serial(tr->ctx, pid, addr, id.serial);
-	tr->ops->set_coro_task(tr->ctx, pid, coro, &id);
-	return id.serial;
+	sn = tr->next_serial++;
+	tr->ops->set_serial(tr->ctx, pid, addr, sn);
+	*fresh = 1;
+	return sn;
 }
 
 /* Still pending, still running the same coroutine, still the same task? */
@@ -162,6 +163,23 @@ static void forget_task(struct tracker *tr, pid_t pid, const struct known *k)
 		tr->ops->del_coro_task(tr->ctx, pid, k->coro);
 	if (!tr->ops->get_link(tr->ctx, pid, k->task, &l) && l.child_serial == k->serial)
 		tr->ops->del_link(tr->ctx, pid, k->task);
+}
+
+/* An awaiter link names the awaiter, as a creation link its creator: once the awaiter is
+ * gone (it stopped waiting: a timeout around a shield) the walk names it from the link.
+ * A link already there for the same pair is kept as it is. */
+static void set_awaiter_link(struct tracker *tr, const struct py_target *t, uint64_t child,
+			     struct task_link *l)
+{
+	struct task_link old;
+
+	if (!tr->ops->get_link(tr->ctx, t->pid, child, &old) && old.kind == LINK_AWAITER &&
+	    old.child_serial == l->child_serial && old.child_coro == l->child_coro &&
+	    old.parent == l->parent && old.parent_coro == l->parent_coro &&
+	    old.parent_serial == l->parent_serial && old.name_kind != NAME_NONE)
+		return;
+	atasks_copy_name(t, l->parent, &l->name_kind, l->name);
+	tr->ops->set_link(tr->ctx, t->pid, child, l);
 }
 
 int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len)
@@ -193,10 +211,10 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < a.n; i++)
-		now[i] = (struct known){ .task = a.v[i].addr,
-					 .coro = a.v[i].coro,
-					 .serial = serial(tr, t->pid, a.v[i].addr, a.v[i].coro) };
+	for (size_t i = 0; i < a.n; i++) {
+		now[i] = (struct known){ .task = a.v[i].addr, .coro = a.v[i].coro };
+		now[i].serial = serial(tr, t->pid, a.v[i].addr, a.v[i].coro, &now[i].fresh);
+	}
 	for (size_t i = 0; i < a.n; i++) {
 		struct atask *k = &a.v[i];
 		struct task_link l = { .child_serial = now[i].serial,
@@ -216,7 +234,16 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		l.parent = a.v[j].addr;
 		l.parent_coro = a.v[j].coro;
 		l.parent_serial = now[j].serial;
-		tr->ops->set_link(tr->ctx, t->pid, k->addr, &l);
+		set_awaiter_link(tr, t, k->addr, &l);
+	}
+	/* a sample finds a task by its coroutine: mapped only now, a new task is never seen
+	 * without the awaiter this snapshot links it to */
+	for (size_t i = 0; i < a.n; i++) {
+		struct task_id id = { .task = now[i].task, .serial = now[i].serial };
+
+		if (now[i].fresh)
+			tr->ops->set_coro_task(tr->ctx, t->pid, now[i].coro, &id);
+		now[i].fresh = 0;
 	}
 	/* tasks missing from this snapshot: their entries go once the task is really done
 	 * (a snapshot can miss a task that changes while it is read); links to them stay */

@@ -1,0 +1,62 @@
+"""A task that outlives the task that awaited it (a timeout around a shield): its samples
+keep the awaiter, named, in front of it, as a creator is kept in front of a
+fire-and-forget child. The awaiter is known only from a snapshot of memory, so it is the
+snapshot's link that must name it once it is gone. One recording of every interpreter."""
+import contextlib
+
+import pytest
+
+from helpers import (INTERPRETERS, TaskFrame, Workload, record_checked, show,
+                     start_all)
+
+AWAIT_SECONDS = 4  # the awaiter stops waiting this long after READY
+RECORD_SECONDS = 8
+FREQ = 199
+
+
+def interp_params():
+    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
+                         if i.missing else []) for i in INTERPRETERS]
+
+
+@pytest.fixture(scope="module")
+def recorded(root_record_bin):
+    interps = [i for i in INTERPRETERS if not i.missing]
+    if not interps:
+        pytest.skip("no supported interpreter installed")
+    with contextlib.ExitStack() as stack:
+        loads = start_all(stack, [Workload(i.path, "ended_awaiter.py", AWAIT_SECONDS,
+                                           timeout=60) for i in interps])
+        r = record_checked(root_record_bin, "-p", ",".join(str(w.pid) for w in loads),
+                           "-d", RECORD_SECONDS, "-F", FREQ)
+        yield r, {i.id: w for i, w in zip(interps, loads)}
+
+
+def orphan_paths(r, w):
+    """The task names of each sample of the orphan, with whether the awaiter's own
+    frames are in it (it is still waiting)."""
+    out = []
+    for s in r.of_pid(w.pid):
+        tasks = s.tasks()
+        if "orphan" not in tasks:
+            continue
+        at = [k for k, f in enumerate(s.frames) if isinstance(f, TaskFrame)]
+        waiting = len(at) > 1 and at[1] - at[0] > 1
+        out.append((tasks, waiting, s))
+    return out
+
+
+@pytest.mark.parametrize("python", interp_params())
+def test_ended_awaiter_named(recorded, python):
+    r, loads = recorded
+    paths = orphan_paths(r, loads[python.id])
+    assert paths, "no samples of the orphan task" + r.describe()
+    wrong = [s for tasks, _, s in paths if tasks != ["awaiter", "orphan"]]
+    assert not wrong, "orphan samples without the awaiter, named, in front of it" + show(
+        wrong, n=8, header="offending stacks")
+    assert any(waiting for _, waiting, _ in paths), (
+        "no sample of the awaiter still waiting: the recording began after it stopped"
+        + show([s for _, _, s in paths], n=8, header="orphan stacks"))
+    assert any(not waiting for _, waiting, _ in paths), (
+        "no sample after the awaiter stopped waiting (%d s after READY)" % AWAIT_SECONDS
+        + show([s for _, _, s in paths], n=8, header="orphan stacks"))

@@ -19,6 +19,7 @@
 #define START_S	    30	/* for the workload to say READY */
 #define READY_S	    60	/* for the recorder to be ready */
 #define RUN_TIMEOUT 120
+#define EXIT_S	    60 /* for a recorder to exit once it is told to (or its -d is over) */
 
 static double now_s(void)
 {
@@ -103,6 +104,26 @@ static int wait_ready(const char *prog, pid_t rec)
 		sleep_s(0.02);
 	}
 	fprintf(stderr, "%s: asyncbpf-record did not start\n", prog);
+	return -1;
+}
+
+/* wait4 for at most EXIT_S: a recorder that hangs is killed and said, never waited for
+ * forever. 0 once it exited. */
+static int wait_exit(const char *prog, pid_t pid, int *st, struct rusage *ru)
+{
+	double end = now_s() + EXIT_S;
+	pid_t got;
+
+	while ((got = wait4(pid, st, WNOHANG, ru)) == 0 && now_s() < end)
+		sleep_s(0.01);
+	if (got == pid)
+		return 0;
+	if (got == 0) {
+		fprintf(stderr, "%s: asyncbpf-record (pid %d) did not exit within %d s; killed\n",
+			prog, pid, EXIT_S);
+		kill(pid, SIGKILL);
+		wait4(pid, st, 0, ru);
+	}
 	return -1;
 }
 
@@ -204,8 +225,8 @@ static bool end_recorder(const char *prog, const struct bench_recorder *rec, pid
 	int st;
 
 	kill(pid, SIGINT);
-	if (wait4(pid, &st, 0, &ru) != pid)
-		return true;
+	if (wait_exit(prog, pid, &st, &ru))
+		return false;
 	res->prof_cpu = tv_s(ru.ru_utime) + tv_s(ru.ru_stime);
 	if (WIFEXITED(st) && !WEXITSTATUS(st))
 		return true;
@@ -284,7 +305,7 @@ int bench_startup(const char *prog, const struct bench_workload *w, const char *
 		size_t len;
 
 		close(efd);
-		text = waitpid(rec, &st, 0) == rec && WIFEXITED(st) && !WEXITSTATUS(st)
+		text = !wait_exit(prog, rec, &st, NULL) && WIFEXITED(st) && !WEXITSTATUS(st)
 			       ? bench_read_file(stats, &len)
 			       : NULL;
 		if (text)

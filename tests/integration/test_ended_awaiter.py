@@ -1,4 +1,4 @@
-"""A task that outlives the task that awaited it (a timeout around a shield): its samples
+"""A task that outlives the task that awaited it (a cancelled await of a shield): its samples
 keep the awaiter, named, in front of it, as a creator is kept in front of a
 fire-and-forget child. The awaiter is known only from a snapshot of memory, so it is the
 snapshot's link that must name it once it is gone. One recording of every interpreter."""
@@ -9,7 +9,7 @@ import pytest
 from helpers import (INTERPRETERS, TaskFrame, Workload, record_checked, show,
                      start_all)
 
-AWAIT_SECONDS = 4  # the awaiter stops waiting this long after READY
+AWAIT_SECONDS = 4  # the awaiter stops waiting this long after the recording starts
 RECORD_SECONDS = 8
 FREQ = 199
 
@@ -26,7 +26,9 @@ def recorded(root_record_bin):
         pytest.skip("no supported interpreter installed")
     with contextlib.ExitStack() as stack:
         loads = start_all(stack, [Workload(i.path, "ended_awaiter.py", AWAIT_SECONDS,
-                                           timeout=60) for i in interps])
+                                           timeout=60, stdin=True) for i in interps])
+        for w in loads:
+            w.send("go")  # the awaiter's time runs from now, whenever each was READY
         r = record_checked(root_record_bin, "-p", ",".join(str(w.pid) for w in loads),
                            "-d", RECORD_SECONDS, "-F", FREQ)
         yield r, {i.id: w for i, w in zip(interps, loads)}
@@ -58,5 +60,5 @@ def test_ended_awaiter_named(recorded, python):
         "no sample of the awaiter still waiting: the recording began after it stopped"
         + show([s for _, _, s in paths], n=8, header="orphan stacks"))
     assert any(not waiting for _, waiting, _ in paths), (
-        "no sample after the awaiter stopped waiting (%d s after READY)" % AWAIT_SECONDS
+        "no sample after the awaiter stopped waiting (%d s after the start)" % AWAIT_SECONDS
         + show([s for _, _, s in paths], n=8, header="orphan stacks"))

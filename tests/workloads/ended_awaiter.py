@@ -1,8 +1,10 @@
-"""A task that outlives its awaiter: "awaiter" waits for "orphan" through a shield with a
-timeout of SECONDS (argument, default 4) from READY, then stops waiting and returns,
-while "orphan" goes on burning CPU. Prints READY once both run."""
+"""A task that outlives its awaiter: "awaiter" waits for "orphan" through a shield until,
+SECONDS (argument, default 4) after a line arrives on stdin, it is cancelled and returns,
+while "orphan" goes on burning CPU. Prints READY once both run; the awaiter waits for the
+orphan from then on."""
 import asyncio
 import sys
+import threading
 import time
 
 
@@ -21,18 +23,24 @@ async def orphan():
     await orphan_leaf()
 
 
-async def awaiter(child, seconds):
+async def awaiter(child):
     try:
-        await asyncio.wait_for(asyncio.shield(child), seconds)
-    except asyncio.TimeoutError:
+        await asyncio.shield(child)
+    except asyncio.CancelledError:
         pass
+
+
+def end_after_line(loop, task, seconds):
+    sys.stdin.readline()
+    loop.call_soon_threadsafe(loop.call_later, seconds, task.cancel)
 
 
 async def main(seconds):
     loop = asyncio.get_running_loop()
     child = loop.create_task(orphan(), name="orphan")
-    loop.create_task(awaiter(child, seconds), name="awaiter")
+    waiter = loop.create_task(awaiter(child), name="awaiter")
     await asyncio.sleep(0)
+    threading.Thread(target=end_after_line, args=(loop, waiter, seconds), daemon=True).start()
     print("READY", flush=True)
     await asyncio.sleep(3600)
 

@@ -8,6 +8,10 @@ pkgs="$pkgs libcurl4-openssl-dev"
 pkgs="$pkgs debootstrap debian-archive-keyring gpgv wget"
 # the demo service (make demo) and its test
 pkgs="$pkgs python3-aiohttp python3-numpy"
+# the real-service workloads: FastAPI/Starlette/anyio/uvicorn with asyncpg against a
+# PostgreSQL, aiohttp with redis against a redis-server, loaded by wrk
+pkgs="$pkgs python3-fastapi python3-uvicorn python3-anyio python3-starlette python3-asyncpg"
+pkgs="$pkgs postgresql redis-server python3-redis wrk"
 # pprof's reader (go tool pprof) and a headless browser for the output-format tests
 pkgs="$pkgs golang-go chromium"
 # asyncbpf-top draws with ncursesw; its test drives it in tmux

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Creates and caches the Debian trees whose interpreters the integration suite runs
 # (Debian's own stripped builds, in a chroot): sid with python3.13, 3.14, 3.15, uvloop,
-# aiohttp and numpy; trixie with its python3.13.
+# aiohttp, numpy and the service frameworks (FastAPI, uvicorn, anyio 4, asyncpg, redis);
+# trixie with its python3.13.
 #
 #   tools/trees.sh            build the trees that are missing or older than a week
 #   tools/trees.sh --force    build them all again
@@ -32,7 +33,7 @@ case "${1-}" in
 esac
 
 # name suite packages (tests/integration/helpers.py's TREE_PYTHONS: what it runs of them)
-trees="sid sid python3.13,python3.14,python3.15,python3-uvloop,python3-aiohttp,python3-numpy
+trees="sid sid python3.13,python3.14,python3.15,python3-uvloop,python3-aiohttp,python3-numpy,python3-fastapi,python3-uvicorn,python3-anyio,python3-starlette,python3-asyncpg,python3-redis
 trixie trixie python3.13"
 
 mkdir -p "$cache" || exit 1

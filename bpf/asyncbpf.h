@@ -103,16 +103,43 @@ enum task_flags {
 };
 
 #define TASK_NAME_LEN 32
+#define TASK_NAME_MAX 255  /* characters of a name kept, as CPython's own remote reader */
+#define NAME_BYTES    1024 /* TASK_NAME_MAX characters of 4 bytes, a power of two */
 
 enum name_kind {
 	NAME_NONE = 0,
-	NAME_ASCII = 1, /* the characters, NUL-padded */
-	NAME_LONG = 2,	/* a PyLong's size word then its digits (3.12+ keeps Task-N as N) */
+	NAME_ASCII = 1,	 /* the characters, NUL-padded */
+	NAME_LONG = 2,	 /* a PyLong's size word then its digits (3.12+ keeps Task-N as N) */
+	NAME_CACHED = 3, /* any other str: in task_names under (pid, task, name object), for
+			  * its serial */
+};
+
+/* Key of task_names: a task keeps one entry per name object it held, so that a rename
+ * does not take the copy from under the samples that showed the old name. */
+struct name_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 task;
+	__u64 name_obj;
+};
+
+/* A task's name as copied once per serial and name object (the task_names map): while a
+ * task keeps both, the object is alive (the task holds it) and a str never changes. kind
+ * NAME_ASCII and NAME_LONG keep it in name as task_rec does; NAME_CACHED in chars. */
+struct name_ent {
+	__u64 serial, name_obj;
+	__u32 kind;
+	__u32 length; /* the str's length in characters: more than nchars when cut */
+	__u16 width;  /* bytes per character: 1 (ASCII or Latin-1), 2 (UCS-2), 4 (UCS-4) */
+	__u16 nchars; /* characters in chars */
+	__u32 pad;
+	char name[TASK_NAME_LEN];
+	__u8 chars[NAME_BYTES];
 };
 
 /* A task as the sampler saw it: address and coroutine identify it (an address alone can
  * be reused). Its name is copied at sample time when it is a short ASCII str or a
- * number; otherwise userspace reads the task_name object at name_obj. */
+ * number, or found in task_names (NAME_CACHED); NAME_NONE: it could not be read. */
 struct task_rec {
 	__u64 addr;
 	__u64 coro;
@@ -165,6 +192,7 @@ struct task_link {
 	__u64 parent;
 	__u64 parent_coro;
 	__u64 parent_serial;
+	__u64 name_obj;
 	__u32 kind;
 	__u32 name_kind;
 	char name[TASK_NAME_LEN];
@@ -185,6 +213,7 @@ enum stat_idx {
 	STAT_READ_BYTES,    /* their bytes */
 	STAT_NATIVE,	    /* samples with native registers and stack (--native) */
 	STAT_NATIVE_BYTES,  /* their stack copies' bytes */
+	STAT_NAME_COPIES,   /* task names copied into task_names (a name's first sample) */
 	STAT_MAX,
 };
 

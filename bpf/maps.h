@@ -69,6 +69,62 @@ struct {
 	__type(value, struct task_link);
 } task_links SEC(".maps");
 
+enum name_stat { NAME_STAT_HIT, NAME_STAT_COPY };
+/* counted by the includer */
+static __always_inline void name_stat(__u32 what);
+
+/* task -> its name as copied (pw_copy_name), read by userspace for NAME_CACHED */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 14);
+	__type(key, struct name_key);
+	__type(value, struct name_ent);
+} task_names SEC(".maps");
+
+/* a new entry starts as this and is filled in place: it is too big for the stack */
+const struct name_ent no_name;
+
+/* the name cache pywalk.h declares; key is somewhere other than the stack, which the walk
+ * has used up: each includer says where (NAME_KEY(r)) */
+static __always_inline struct name_ent *name_lookup(struct name_key *key, __u32 pid, __u64 task,
+						    __u64 name)
+{
+	key->pid = pid;
+	key->pad = 0;
+	key->task = task;
+	key->name_obj = name;
+	return bpf_map_lookup_elem(&task_names, key);
+}
+
+static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 task, __u64 serial,
+					  __u64 name, __u32 *kind, char *buf)
+{
+	struct name_ent *c = name_lookup(NAME_KEY(r), pid, task, name);
+
+	if (!c || c->serial != serial || c->name_obj != name)
+		return 0;
+	*kind = c->kind;
+	if (c->kind != NAME_CACHED)
+		__builtin_memcpy(buf, c->name, TASK_NAME_LEN);
+	name_stat(NAME_STAT_HIT);
+	return 1;
+}
+
+static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 pid, __u64 task,
+						     __u64 name)
+{
+	struct name_key *key = NAME_KEY(r);
+	struct name_ent *c = name_lookup(key, pid, task, name);
+
+	if (!c) {
+		bpf_map_update_elem(&task_names, key, &no_name, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&task_names, key);
+	}
+	if (c)
+		name_stat(NAME_STAT_COPY);
+	return c;
+}
+
 /* the asyncio lookups pywalk.h declares */
 static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 {

@@ -635,21 +635,36 @@ static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc 
 
 /* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task) into
  * buf; returns the name object. An includer that defines PW_NAME_CACHE provides
- * pw_name_cached() and pw_name_save(): while a task keeps its serial and its name object,
- * the object is alive (the task holds it) and a str never changes, so a copy made once
- * stays right. */
+ * pw_name_cached(), which finds the name copied for (task, serial, name object), and
+ * pw_name_slot(), the entry to copy it into: while a task keeps its serial and its name
+ * object, the object is alive (the task holds it) and a str never changes, so a copy made
+ * once stays right. Through the cache any str, whatever its length and kind, is copied
+ * (up to TASK_NAME_MAX characters) while the task provably holds it (NAME_CACHED);
+ * without it, only short ASCII ones and numbers. */
+#ifdef PW_NAME_CACHE
+static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 task, __u64 serial,
+					  __u64 name, __u32 *kind, char *buf);
+static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 pid, __u64 task,
+						     __u64 name);
+#endif
+
 static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 				    __u64 task, __u64 serial, __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
 	__u64 name = 0, v = 0; /* one scratch word for type, state and length: stack is short */
+	__u32 state;
 	int ascii;
+#ifdef PW_NAME_CACHE
+	struct name_ent *c;
+	__u32 width, n;
+#endif
 
 	*kind = NAME_NONE;
 	if (pw_read(r, &name, 8, task + p->async.task_name) || !name)
 		return name;
 #ifdef PW_NAME_CACHE
-	if (serial && pw_name_cached(pid, task, serial, name, kind, buf))
+	if (serial && pw_name_cached(r, pid, task, serial, name, kind, buf))
 		return name;
 #endif
 	if (pw_read(r, &v, 8, name + y->object_type))
@@ -660,17 +675,49 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 			*kind = NAME_LONG;
 	} else if (v == p->str_type && p->str_type) {
 		v = 0;
-		ascii = !pw_read(r, &v, 4, name + y->unicode_state) &&
-			(v >> y->unicode_compact_bit & 1) && (v >> y->unicode_ascii_bit & 1);
-		if (ascii && !pw_read(r, &v, 8, name + y->unicode_length) && v < TASK_NAME_LEN) {
+		if (pw_read(r, &v, 4, name + y->unicode_state) ||
+		    !(v >> y->unicode_compact_bit & 1))
+			return name;
+		state = v;
+		ascii = state >> y->unicode_ascii_bit & 1;
+		if (pw_read(r, &v, 8, name + y->unicode_length))
+			return name;
+		if (ascii && v < TASK_NAME_LEN) {
 			__builtin_memset(buf, 0, TASK_NAME_LEN);
 			if (!pw_read(r, buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
 				*kind = NAME_ASCII;
 		}
+#ifdef PW_NAME_CACHE
+		else if (serial && (c = pw_name_slot(r, pid, task, name))) {
+			width = ascii ? 1 : state >> y->unicode_kind_shift & 7;
+			if (width != 1 && width != 2 && width != 4)
+				return name;
+			n = v < TASK_NAME_MAX ? v : TASK_NAME_MAX;
+			/* the entry is filled in place: a reader that sees serial 0 ignores it */
+			c->serial = 0;
+			c->length = v > 0xffffffff ? 0xffffffff : v;
+			c->width = width;
+			c->nchars = n;
+			if (pw_read(r, c->chars, (n * width) & (NAME_BYTES - 1),
+				    name + (ascii ? y->unicode_ascii_size
+						  : y->unicode_compact_size)))
+				return name;
+			c->kind = NAME_CACHED;
+			c->name_obj = name;
+			c->serial = serial;
+			*kind = NAME_CACHED;
+			return name;
+		}
+#endif
 	}
 #ifdef PW_NAME_CACHE
-	if (serial && *kind != NAME_NONE)
-		pw_name_save(pid, task, serial, name, *kind, buf);
+	if (serial && *kind != NAME_NONE && (c = pw_name_slot(r, pid, task, name))) {
+		c->serial = 0;
+		c->kind = *kind;
+		__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
+		c->name_obj = name;
+		c->serial = serial;
+	}
 #else
 	(void)pid;
 	(void)serial;
@@ -783,7 +830,6 @@ static long pw_task_step(__u32 i, void *ctx)
 	t->addr = w->cur;
 	t->coro = w->cur_coro;
 	t->serial = w->cur_serial;
-	t->name_obj = 0;
 	t->flags = w->cur_flags;
 	t->first = w->used;
 	t->nframes = 0;
@@ -823,6 +869,7 @@ static long pw_task_step(__u32 i, void *ctx)
 			w->smp->hdr.flags |= SAMPLE_READ_ERR;
 		next = &w->smp->tasks[(n + 1) & (MAX_TASKS - 1)];
 		next->name_kind = link->name_kind;
+		next->name_obj = link->name_obj;
 		__builtin_memcpy(next->name, link->name, TASK_NAME_LEN);
 	}
 	PW_LOOP(MAX_TASKS, pw_in_chain_step, w);

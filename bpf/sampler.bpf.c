@@ -17,6 +17,7 @@
 /* the running thread's memory, through the page cache of the walk */
 struct pw_reader {
 	struct pw_pages pages;
+	struct name_key name_key; /* the name cache's, off the stack */
 };
 
 /* Only frames and code objects are read through the cache (pw_view): cached reads at
@@ -35,6 +36,8 @@ static __always_inline const __u8 *pw_view(struct pw_reader *r, __u8 *buf, __u32
 static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
+#define PW_NAME_CACHE
+#define NAME_KEY(r) (&(r)->name_key)
 
 #include "pywalk.h"
 #define MAPS_WALK
@@ -164,6 +167,12 @@ static __always_inline void stat_inc(__u32 idx)
 		(*v)++;
 }
 
+static __always_inline void name_stat(__u32 what)
+{
+	if (what == NAME_STAT_COPY)
+		stat_inc(STAT_NAME_COPIES);
+}
+
 static __always_inline void hist_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&cost_hist, &idx);
@@ -257,7 +266,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	link.parent = f.task;
 	link.parent_coro = f.coro;
 	link.parent_serial = f.serial;
-	pw_copy_name(rd, p, pid, f.task, f.serial, &link.name_kind, link.name);
+	link.name_obj = pw_copy_name(rd, p, pid, f.task, f.serial, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	return 0;

@@ -30,10 +30,9 @@ static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 #define PW_NAME_CACHE
-static __always_inline int pw_name_cached(__u32 pid, __u64 task, __u64 serial, __u64 name,
-					  __u32 *kind, char *buf);
-static __always_inline void pw_name_save(__u32 pid, __u64 task, __u64 serial, __u64 name,
-					 __u32 kind, const char *buf);
+/* one run at a time: the name cache's key can be a global */
+#define NAME_KEY(r) (&name_key)
+struct name_key name_key;
 
 #include "pywalk.h"
 /* the sampler's maps, shared with it: processes, thread states and the asyncio maps */
@@ -66,17 +65,6 @@ struct {
 	__type(value, __u64);
 } wstats SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 16);
-	__type(key, struct task_key);
-	__type(value, struct name_ent);
-} task_names SEC(".maps");
-
-/* Not on the stack, which the walk has used up: a new cache entry starts as no_name and
- * is filled in place; the key is a global (one run at a time). */
-const struct name_ent no_name;
-struct task_key name_key;
 const __u32 zero_key;
 __u32 proc_key;
 
@@ -94,40 +82,9 @@ static __always_inline void stat_inc(__u32 idx)
 		(*v)++;
 }
 
-static __always_inline int pw_name_cached(__u32 pid, __u64 task, __u64 serial, __u64 name,
-					  __u32 *kind, char *buf)
+static __always_inline void name_stat(__u32 what)
 {
-	struct name_ent *c;
-
-	name_key.pid = pid;
-	name_key.addr = task;
-	c = bpf_map_lookup_elem(&task_names, &name_key);
-	if (!c || c->serial != serial || c->name_obj != name)
-		return 0;
-	*kind = c->kind;
-	__builtin_memcpy(buf, c->name, TASK_NAME_LEN);
-	stat_inc(WSTAT_NAME_HITS);
-	return 1;
-}
-
-static __always_inline void pw_name_save(__u32 pid, __u64 task, __u64 serial, __u64 name,
-					 __u32 kind, const char *buf)
-{
-	struct name_ent *c;
-
-	name_key.pid = pid;
-	name_key.addr = task;
-	c = bpf_map_lookup_elem(&task_names, &name_key);
-	if (!c) {
-		bpf_map_update_elem(&task_names, &name_key, &no_name, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&task_names, &name_key);
-	}
-	if (c) {
-		c->serial = serial;
-		c->name_obj = name;
-		c->kind = kind;
-		__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
-	}
+	stat_inc(what == NAME_STAT_HIT ? WSTAT_NAME_HITS : WSTAT_NAME_COPIES);
 }
 
 static __always_inline void walk_chain(struct pw_tasks *w, struct scratch *sc)

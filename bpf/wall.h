@@ -12,13 +12,6 @@ struct wall_task {
 	__u64 task, coro, serial;
 };
 
-/* A task's name as last copied (wall.bpf.c's task_names cache). */
-struct name_ent {
-	__u64 serial, name_obj;
-	__u32 kind;
-	char name[TASK_NAME_LEN];
-};
-
 enum wall_kind {
 	WALL_THREAD = 1, /* a thread, on CPU or not: its frames and its running task */
 	WALL_TASK = 2,	 /* a suspended task: its stacked stack, no thread frames */
@@ -42,9 +35,10 @@ enum wall_stat {
 	WSTAT_NO_TSTATE,
 	WSTAT_READ_ERR,
 	WSTAT_TRUNCATED,
-	WSTAT_LOST,	 /* ring buffer full */
-	WSTAT_READS,	 /* reads of the target's memory */
-	WSTAT_NAME_HITS, /* task names found copied already */
+	WSTAT_LOST,	   /* ring buffer full */
+	WSTAT_READS,	   /* reads of the target's memory */
+	WSTAT_NAME_HITS,   /* task names found copied already */
+	WSTAT_NAME_COPIES, /* task names copied */
 	WSTAT_MAX,
 };
 

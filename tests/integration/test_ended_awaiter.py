@@ -9,6 +9,7 @@ import pytest
 from helpers import (INTERPRETERS, TaskFrame, Workload, record_checked, show,
                      start_all)
 
+LONG_AWAITER = "awaiter-long-" + "\u00e9" * 50 + "-" + "\u6570" * 30
 AWAIT_SECONDS = 4  # the awaiter stops waiting this long after the recording starts
 RECORD_SECONDS = 8
 FREQ = 199
@@ -34,13 +35,13 @@ def recorded(root_record_bin):
         yield r, {i.id: w for i, w in zip(interps, loads)}
 
 
-def orphan_paths(r, w):
+def orphan_paths(r, w, child="orphan"):
     """The task names of each sample of the orphan, with whether the awaiter's own
     frames are in it (it is still waiting)."""
     out = []
     for s in r.of_pid(w.pid):
         tasks = s.tasks()
-        if "orphan" not in tasks:
+        if child not in tasks:
             continue
         at = [k for k, f in enumerate(s.frames) if isinstance(f, TaskFrame)]
         waiting = len(at) > 1 and at[1] - at[0] > 1
@@ -48,12 +49,16 @@ def orphan_paths(r, w):
     return out
 
 
+@pytest.mark.parametrize("pair", [("awaiter", "orphan"), (LONG_AWAITER, "orphan-2")],
+                         ids=["short", "long"])
 @pytest.mark.parametrize("python", interp_params())
-def test_ended_awaiter_named(recorded, python):
+def test_ended_awaiter_named(recorded, python, pair):
+    """Named in front of its orphan, also when its name is too long for a link (the
+    name is then kept where the walk keeps long names)."""
     r, loads = recorded
-    paths = orphan_paths(r, loads[python.id])
+    paths = orphan_paths(r, loads[python.id], pair[1])
     assert paths, "no samples of the orphan task" + r.describe()
-    wrong = [s for tasks, _, s in paths if tasks != ["awaiter", "orphan"]]
+    wrong = [s for tasks, _, s in paths if tasks != list(pair)]
     assert not wrong, "orphan samples without the awaiter, named, in front of it" + show(
         wrong, n=8, header="offending stacks")
     assert any(waiting for _, waiting, _ in paths), (

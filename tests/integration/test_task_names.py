@@ -1,7 +1,8 @@
 """Tasks created without a name are shown by the name CPython gives them (get_name(),
 pstree): "Task-N", which 3.12+ keeps as the number N until get_name() is called. Checked
 on every interpreter, for each way of making a task (task_names.py), in asyncbpf-tasks'
-tree (names read by userspace) and in recorded stacked stacks (names copied by BPF)."""
+tree (names read by userspace) and in recorded stacked stacks (names copied by BPF, shown
+as they are with --task-ids)."""
 import pytest
 
 from helpers import Workload, parse_pstree, record_checked, run_tool
@@ -44,9 +45,10 @@ def test_tasks_tree_names(names_load, root_tasks_bin):  # noqa: F811
 
 
 def test_stacked_stack_names(names_load, root_record_bin):
-    """The busy unnamed task's `<task NAME>` frame in recorded stacks is get_name()'s."""
+    """The busy unnamed task's `<task NAME>` frame in recorded stacks is get_name()'s
+    with --task-ids (by default it is shown as its coroutine: test_long_names.py)."""
     want = names_load.fact("names")["busy"]
-    r = record_checked(root_record_bin, "-p", names_load.pid, "-d", 2)
+    r = record_checked(root_record_bin, "-p", names_load.pid, "-d", 2, "--task-ids")
     busy = [s for s in r.of_pid(names_load.pid) if "busy_unnamed" in s.qualnames()]
     assert busy, "no sample in busy_unnamed" + r.describe()
     names = {tuple(s.tasks()) for s in busy}

@@ -1,7 +1,8 @@
 """A task that outlives its awaiter: "awaiter" waits for "orphan" through a shield until,
 SECONDS (argument, default 4) after a line arrives on stdin, it is cancelled and returns,
 while "orphan" goes on burning CPU. Prints READY once both run; the awaiter waits for the
-orphan from then on."""
+orphan from then on. "orphan-2" and an awaiter with a long, non-ASCII name (LONG_AWAITER)
+do the same."""
 import asyncio
 import sys
 import threading
@@ -30,17 +31,25 @@ async def awaiter(child):
         pass
 
 
-def end_after_line(loop, task, seconds):
+LONG_AWAITER = "awaiter-long-" + "\u00e9" * 50 + "-" + "\u6570" * 30
+
+
+def end_after_line(loop, tasks, seconds):
     sys.stdin.readline()
-    loop.call_soon_threadsafe(loop.call_later, seconds, task.cancel)
+    for task in tasks:
+        loop.call_soon_threadsafe(loop.call_later, seconds, task.cancel)
 
 
 async def main(seconds):
     loop = asyncio.get_running_loop()
     child = loop.create_task(orphan(), name="orphan")
     waiter = loop.create_task(awaiter(child), name="awaiter")
+    # the same with an awaiter whose name is too long for a link to carry
+    child2 = loop.create_task(orphan(), name="orphan-2")
+    waiter2 = loop.create_task(awaiter(child2), name=LONG_AWAITER)
     await asyncio.sleep(0)
-    threading.Thread(target=end_after_line, args=(loop, waiter, seconds), daemon=True).start()
+    threading.Thread(target=end_after_line, args=(loop, (waiter, waiter2), seconds),
+                     daemon=True).start()
     print("READY", flush=True)
     await asyncio.sleep(3600)
 

@@ -226,7 +226,7 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 	const struct py_async_layout *a = &t->proc.async;
 	struct task_rec rec = {};
 	uint64_t name_obj;
-	char name[TASK_NAME_LEN + 32];
+	char name[TASK_NAME_TEXT];
 	struct pw_scratch s;
 	__u64 awaited = 0;
 	int32_t state;
@@ -253,10 +253,10 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 	return 1;
 }
 
-void atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name)
+uint64_t atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name)
 {
 	vmwalk_target(t->pid);
-	pw_copy_name(NULL, &t->proc, t->pid, task, 0, kind, name);
+	return pw_copy_name(NULL, &t->proc, t->pid, task, 0, kind, name);
 }
 
 static int by_name(const void *x, const void *y)
@@ -420,7 +420,7 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		struct task_link l;
 		struct atask *p;
 		uint64_t serial;
-		char name[TASK_NAME_LEN + 32];
+		char name[TASK_NAME_TEXT];
 		int ret;
 
 		if (a->v[i].nparents || get_link(ctx, a->v[i].addr, &serial, &l) ||
@@ -446,6 +446,7 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 			p->coro = l.parent_coro;
 			p->ended = 1;
 			rec.name_kind = l.name_kind;
+			rec.name_obj = l.name_obj;
 			memcpy(rec.name, l.name, sizeof(rec.name));
 			task_name(t, &rec, name, sizeof(name));
 			p->name = strdup(name);

@@ -75,7 +75,7 @@ int atasks_watch_creations(struct sampler *s, const struct py_target *t);
 struct atask *atasks_find(struct atasks *a, uint64_t addr);
 
 /* The task's name as BPF copies it (*kind NAME_NONE: not a short str nor a number), for
- * a link that must name its parent once the parent is gone. */
-void atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name);
+ * a link that must name its parent once the parent is gone; returns the name object. */
+uint64_t atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name);
 
 #endif

@@ -5,34 +5,81 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bpf/bpf.h>
+
 #include "hash.h"
 #include "memread.h"
 #include "objread.h"
 #include "pystr.h"
 #include "tasknames.h"
 
-struct name_ent {
+struct seen_ent {
 	pid_t pid; /* 0 = empty, -1 = deleted */
 	int root;
 	uint64_t addr, coro;
 };
 
+/* A sampled task's name in UTF-8, by (pid, task, serial, name object). */
+struct text_ent {
+	pid_t pid; /* 0 = empty, -1 = deleted */
+	uint64_t addr, serial, name_obj;
+	char *text;
+};
+
+#define TEXT_SLOTS (1u << 15) /* all are dropped when half are used */
+
 struct tasknames {
-	struct name_ent *tab;
+	struct seen_ent *tab;
 	size_t cap, used;
+	struct text_ent *text;
+	size_t text_used;
+	int map_fd;
+	uint64_t unreadable;
 };
 
 struct tasknames *tasknames_new(void)
 {
-	return calloc(1, sizeof(struct tasknames));
+	struct tasknames *tn = calloc(1, sizeof(struct tasknames));
+
+	if (tn)
+		tn->map_fd = -1;
+	return tn;
+}
+
+static void drop_texts(struct tasknames *tn, pid_t pid)
+{
+	for (size_t i = 0; tn->text && i < TEXT_SLOTS; i++) {
+		struct text_ent *e = &tn->text[i];
+
+		if (e->pid > 0 && (!pid || e->pid == pid)) {
+			free(e->text);
+			*e = (struct text_ent){ .pid = pid ? -1 : 0 };
+		}
+	}
+	if (!pid) {
+		memset(tn->text, 0, tn->text ? TEXT_SLOTS * sizeof(*tn->text) : 0);
+		tn->text_used = 0;
+	}
 }
 
 void tasknames_free(struct tasknames *tn)
 {
 	if (!tn)
 		return;
+	drop_texts(tn, 0);
+	free(tn->text);
 	free(tn->tab);
 	free(tn);
+}
+
+void tasknames_set_map(struct tasknames *tn, int fd)
+{
+	tn->map_fd = fd;
+}
+
+uint64_t tasknames_unreadable(const struct tasknames *tn)
+{
+	return tn->unreadable;
 }
 
 static uint64_t key_hash(pid_t pid, uint64_t addr, uint64_t coro)
@@ -43,7 +90,7 @@ static uint64_t key_hash(pid_t pid, uint64_t addr, uint64_t coro)
 static int grow(struct tasknames *tn)
 {
 	size_t cap = tn->cap ? tn->cap * 2 : 256, live = 0;
-	struct name_ent *tab;
+	struct seen_ent *tab;
 
 	/* entries of exited processes are tombstones: when they are most of the table,
 	 * rehash in place rather than double */
@@ -57,7 +104,7 @@ static int grow(struct tasknames *tn)
 		return -ENOMEM;
 	tn->used = 0;
 	for (size_t i = 0; i < tn->cap; i++) {
-		struct name_ent *e = &tn->tab[i];
+		struct seen_ent *e = &tn->tab[i];
 		size_t j;
 
 		if (e->pid <= 0)
@@ -75,16 +122,16 @@ static int grow(struct tasknames *tn)
 }
 
 /* The entry of a task identity, made on first sight; NULL on ENOMEM. */
-static struct name_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, uint64_t coro)
+static struct seen_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, uint64_t coro)
 {
-	struct name_ent *free_slot = NULL;
+	struct seen_ent *free_slot = NULL;
 	size_t j;
 
 	if ((tn->used + 1) * 2 > tn->cap && grow(tn))
 		return NULL;
 	for (j = key_hash(pid, addr, coro) & (tn->cap - 1); tn->tab[j].pid;
 	     j = (j + 1) & (tn->cap - 1)) {
-		struct name_ent *e = &tn->tab[j];
+		struct seen_ent *e = &tn->tab[j];
 
 		if (e->pid == pid && e->addr == addr && e->coro == coro)
 			return e;
@@ -95,7 +142,7 @@ static struct name_ent *entry(struct tasknames *tn, pid_t pid, uint64_t addr, ui
 		free_slot = &tn->tab[j];
 		tn->used++;
 	}
-	*free_slot = (struct name_ent){ .pid = pid, .addr = addr, .coro = coro };
+	*free_slot = (struct seen_ent){ .pid = pid, .addr = addr, .coro = coro };
 	return free_slot;
 }
 
@@ -123,13 +170,35 @@ static void name_by_type(const struct py_target *t, uint64_t obj, char *buf, siz
 
 	if (mem_read(t->pid, obj + t->proc.layout.object_type, &type, sizeof(type)))
 		return;
-	if (type && type == t->proc.str_type && !py_str_read(t->pid, &t->proc.layout, obj, &s)) {
+	if (type && type == t->proc.str_type &&
+	    !py_str_read_max(t->pid, &t->proc.layout, obj, TASK_NAME_MAX, TASK_NAME_CUT, &s)) {
 		snprintf(buf, len, "%s", s);
 		free(s);
 	} else if (type && type == t->proc.long_type &&
 		   !mem_read(t->pid, obj + t->proc.layout.object_type + 8, raw, sizeof(raw))) {
 		long_name(raw, buf, len);
 	}
+}
+
+/* s into buf, cut after TASK_NAME_MAX characters */
+static void cut_name(const char *s, char *buf, size_t len)
+{
+	size_t chars = 0, i = 0;
+
+	for (; s[i]; i++)
+		if (((unsigned char)s[i] & 0xc0) != 0x80 && chars++ == TASK_NAME_MAX)
+			break;
+	snprintf(buf, len, "%.*s%s", (int)i, s, s[i] ? TASK_NAME_CUT : "");
+}
+
+/* The name object still held by the task at addr, before and after its text was read:
+ * what a userspace reader's sample names is read late, and the task may have let it go. */
+static int still_named(const struct py_target *t, uint64_t addr, uint64_t name_obj)
+{
+	uint64_t now;
+
+	return !mem_read(t->pid, addr + t->proc.async.task_name, &now, sizeof(now)) &&
+	       now == name_obj;
 }
 
 void task_name(const struct py_target *t, const struct task_rec *task, char *buf, size_t len)
@@ -145,24 +214,162 @@ void task_name(const struct py_target *t, const struct task_rec *task, char *buf
 	if (task->name_kind == NAME_LONG && !long_name(task->name, buf, len))
 		return;
 	snprintf(buf, len, "?");
-	if (!task->name_obj)
+	/* NAME_CACHED: a copy in the sampler's map, of a task that may be gone */
+	if (!task->name_obj || task->name_kind == NAME_CACHED)
 		return;
 	if (objread_init(&r, t)) {
 		name_by_type(t, task->name_obj, buf, len);
 		return;
 	}
 	if (!obj_str(&r, task->name_obj, &s)) {
-		snprintf(buf, len, "%s", s);
+		cut_name(s, buf, len);
 		free(s);
 	} else if (!obj_long(&r, task->name_obj, &num)) {
 		snprintf(buf, len, "Task-%" PRId64, num);
 	}
 }
 
+void name_ent_text(const struct name_ent *e, char *buf, size_t len)
+{
+	char text[TASK_NAME_TEXT];
+	size_t n = e->nchars, o;
+
+	if (n > TASK_NAME_MAX || n * e->width > NAME_BYTES ||
+	    (e->width != 1 && e->width != 2 && e->width != 4)) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	o = py_chars_utf8(e->chars, n, e->width, 0, text);
+	if (e->length > n)
+		snprintf(text + o, sizeof(text) - o, "%s", TASK_NAME_CUT);
+	snprintf(buf, len, "%s", text);
+}
+
+int name_ent_read(const struct py_target *t, uint64_t name_obj, struct name_ent *e)
+{
+	uint64_t type;
+	size_t n;
+	int64_t len;
+	int width, ascii, err;
+
+	memset(e, 0, sizeof(*e));
+	if (mem_read(t->pid, name_obj + t->proc.layout.object_type, &type, sizeof(type)))
+		return -EFAULT;
+	if (!type || type != t->proc.str_type)
+		return -EINVAL;
+	err = py_str_chars(t->pid, &t->proc.layout, name_obj, TASK_NAME_MAX, e->chars, &width,
+			   &ascii, &n, &len);
+	if (err)
+		return err;
+	e->kind = NAME_CACHED;
+	e->name_obj = name_obj;
+	e->width = width;
+	e->nchars = n;
+	e->length = len > UINT32_MAX ? UINT32_MAX : len;
+	return 0;
+}
+
+static uint64_t text_hash(pid_t pid, uint64_t addr, uint64_t serial, uint64_t name_obj)
+{
+	return hash_u64(addr ^ hash_u64(serial ^ hash_u64(name_obj ^ (uint64_t)pid << 40)));
+}
+
+static struct text_ent *text_find(struct tasknames *tn, pid_t pid, const struct task_rec *t,
+				  bool add)
+{
+	struct text_ent *free_slot = NULL;
+	size_t j;
+
+	if (!tn->text && !(tn->text = calloc(TEXT_SLOTS, sizeof(*tn->text))))
+		return NULL;
+	if (add && (tn->text_used + 1) * 2 > TEXT_SLOTS)
+		drop_texts(tn, 0);
+	for (j = text_hash(pid, t->addr, t->serial, t->name_obj) & (TEXT_SLOTS - 1);
+	     tn->text[j].pid; j = (j + 1) & (TEXT_SLOTS - 1)) {
+		struct text_ent *e = &tn->text[j];
+
+		if (e->pid == pid && e->addr == t->addr && e->serial == t->serial &&
+		    e->name_obj == t->name_obj)
+			return e;
+		if (e->pid < 0 && !free_slot)
+			free_slot = e;
+	}
+	if (!add)
+		return NULL;
+	if (!free_slot) {
+		free_slot = &tn->text[j];
+		tn->text_used++;
+	}
+	*free_slot = (struct text_ent){
+		.pid = pid, .addr = t->addr, .serial = t->serial, .name_obj = t->name_obj
+	};
+	return free_slot;
+}
+
+/* A NAME_CACHED name from the BPF task_names map, if it is still the one of the sample. */
+static int from_map(struct tasknames *tn, const struct py_target *t, const struct task_rec *task,
+		    char *buf, size_t len)
+{
+	struct name_key key = { .pid = t->pid, .task = task->addr, .name_obj = task->name_obj };
+	struct name_ent e;
+
+	if (tn->map_fd < 0 || bpf_map_lookup_elem(tn->map_fd, &key, &e) || e.kind != NAME_CACHED ||
+	    e.serial != task->serial || e.name_obj != task->name_obj)
+		return -1;
+	name_ent_text(&e, buf, len);
+	return 0;
+}
+
+int tasknames_sample(struct tasknames *tn, const struct py_target *t, const struct task_rec *task,
+		     char *buf, size_t len)
+{
+	struct text_ent *e;
+
+	switch (task->name_kind) {
+	case NAME_ASCII:
+	case NAME_LONG:
+		task_name(t, task, buf, len);
+		return 0;
+	case NAME_CACHED:
+		e = text_find(tn, t->pid, task, false);
+		if (e && e->text) {
+			snprintf(buf, len, "%s", e->text);
+			return 0;
+		}
+		if (!from_map(tn, t, task, buf, len)) {
+			e = text_find(tn, t->pid, task, true);
+			if (e && !e->text)
+				e->text = strdup(buf);
+			return 0;
+		}
+		break;
+	default:
+		/* the userspace readers copy no long name: read it now, if the task still
+		 * holds it */
+		if (tn->map_fd < 0 && task->name_obj &&
+		    still_named(t, task->addr, task->name_obj)) {
+			char *s = NULL;
+
+			if (!py_str_read_max(t->pid, &t->proc.layout, task->name_obj, TASK_NAME_MAX,
+					     TASK_NAME_CUT, &s) &&
+			    still_named(t, task->addr, task->name_obj)) {
+				snprintf(buf, len, "%s", s);
+				free(s);
+				return 0;
+			}
+			free(s);
+		}
+		break;
+	}
+	tn->unreadable++;
+	snprintf(buf, len, "?");
+	return -1;
+}
+
 int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct task_rec *task)
 {
 	/* the serial tells apart tasks that reuse an address and coroutine address */
-	struct name_ent *e =
+	struct seen_ent *e =
 		entry(tn, t->pid, task->addr, task->serial ? task->serial : task->coro);
 
 	if (!e || e->root)
@@ -173,8 +380,9 @@ int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct
 
 void tasknames_forget(struct tasknames *tn, pid_t pid)
 {
+	drop_texts(tn, pid);
 	for (size_t i = 0; i < tn->cap; i++) {
 		if (tn->tab[i].pid == pid)
-			tn->tab[i] = (struct name_ent){ .pid = -1 };
+			tn->tab[i] = (struct seen_ent){ .pid = -1 };
 	}
 }

@@ -6,6 +6,7 @@
 
 #include "atasks.h"
 #include "memread.h"
+#include "tasknames.h"
 #include "tracker.h"
 
 struct known {
@@ -50,6 +51,7 @@ BPF_OP(set_serial, uint64_t v)
 BPF_OP(get_serial, uint64_t *v)
 BPF_OP(set_link, const struct task_link *v)
 BPF_OP(get_link, struct task_link *v)
+BPF_OP(set_name, const struct name_ent *v)
 
 static int bpf_del_coro_task(void *ctx, pid_t pid, uint64_t addr)
 {
@@ -76,6 +78,7 @@ static const struct taskmaps_ops bpf_ops = {
 	.set_link = bpf_set_link,
 	.get_link = bpf_get_link,
 	.del_link = bpf_del_link,
+	.set_name = bpf_set_name,
 };
 
 struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx)
@@ -178,7 +181,17 @@ static void set_awaiter_link(struct tracker *tr, const struct py_target *t, uint
 	    old.parent == l->parent && old.parent_coro == l->parent_coro &&
 	    old.parent_serial == l->parent_serial && old.name_kind != NAME_NONE)
 		return;
-	atasks_copy_name(t, l->parent, &l->name_kind, l->name);
+	l->name_obj = atasks_copy_name(t, l->parent, &l->name_kind, l->name);
+	if (l->name_kind == NAME_NONE && l->name_obj && tr->ops->set_name) {
+		struct name_ent e;
+
+		/* too long for the link: where the walk keeps such names, for this awaiter */
+		if (!name_ent_read(t, l->name_obj, &e)) {
+			e.serial = l->parent_serial;
+			if (!tr->ops->set_name(tr->ctx, t->pid, l->parent, &e))
+				l->name_kind = NAME_CACHED;
+		}
+	}
 	tr->ops->set_link(tr->ctx, t->pid, child, l);
 }
 

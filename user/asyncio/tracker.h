@@ -26,6 +26,8 @@ struct taskmaps_ops {
 	int (*set_link)(void *ctx, pid_t pid, uint64_t child, const struct task_link *l);
 	int (*get_link)(void *ctx, pid_t pid, uint64_t child, struct task_link *out);
 	int (*del_link)(void *ctx, pid_t pid, uint64_t child);
+	/* where names too long for a link are kept (NAME_CACHED); NULL: none */
+	int (*set_name)(void *ctx, pid_t pid, uint64_t task, const struct name_ent *e);
 };
 
 struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx);

@@ -34,16 +34,39 @@ static size_t put_utf8(char *p, uint32_t c)
 	return 4;
 }
 
-int py_str_read(pid_t pid, const struct py_layout *l, uint64_t addr, char **out)
+size_t py_chars_utf8(const uint8_t *data, size_t n, int width, int ascii, char *out)
 {
-	uint8_t hdr[HDR_MAX], *data;
-	size_t hlen = l->unicode_ascii_size, n, i, o = 0;
-	uint32_t state;
-	int64_t len;
-	int kind, ascii, err;
-	char *s;
+	size_t o = 0;
 
-	*out = NULL;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c;
+
+		if (width == 1) {
+			c = data[i];
+			if (ascii && c >= 0x80)
+				c = 0xfffd;
+		} else if (width == 2) {
+			uint16_t u;
+
+			memcpy(&u, data + 2 * i, 2);
+			c = u;
+		} else {
+			memcpy(&c, data + 4 * i, 4);
+		}
+		o += put_utf8(out + o, c);
+	}
+	out[o] = 0;
+	return o;
+}
+
+int py_str_chars(pid_t pid, const struct py_layout *l, uint64_t addr, size_t max, uint8_t *data,
+		 int *width, int *ascii, size_t *n, int64_t *len)
+{
+	uint8_t hdr[HDR_MAX];
+	size_t hlen = l->unicode_ascii_size;
+	uint32_t state;
+	int kind, err;
+
 	/* state and length are in the PyASCIIObject head every str starts with */
 	if (hlen > HDR_MAX || l->unicode_state + 4u > hlen || l->unicode_length + 8u > hlen ||
 	    l->unicode_compact_size < hlen)
@@ -52,52 +75,50 @@ int py_str_read(pid_t pid, const struct py_layout *l, uint64_t addr, char **out)
 	if (err)
 		return err;
 	memcpy(&state, hdr + l->unicode_state, 4);
-	memcpy(&len, hdr + l->unicode_length, 8);
+	memcpy(len, hdr + l->unicode_length, 8);
 	kind = state >> l->unicode_kind_shift & 7;
-	ascii = state >> l->unicode_ascii_bit & 1;
-	if (!(state >> l->unicode_compact_bit & 1) || len < 0 || len > PYSTR_MAX_LEN)
+	*ascii = state >> l->unicode_ascii_bit & 1;
+	if (!(state >> l->unicode_compact_bit & 1) || *len < 0 || *len > PYSTR_MAX_LEN)
 		return -EINVAL;
-	if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
+	if ((kind != 1 && kind != 2 && kind != 4) || (*ascii && kind != 1))
 		return -EINVAL;
-	n = len > PYSTR_MAX_CHARS ? PYSTR_MAX_CHARS : (size_t)len;
-	data = malloc(n * kind + 1);
-	s = malloc(n * 4 + sizeof(PYSTR_CUT));
+	*width = kind;
+	*n = (uint64_t)*len > max ? max : (size_t)*len;
+	return mem_read(pid, addr + (*ascii ? hlen : l->unicode_compact_size), data, *n * kind);
+}
+
+int py_str_read_max(pid_t pid, const struct py_layout *l, uint64_t addr, size_t max,
+		    const char *cut, char **out)
+{
+	uint8_t *data = malloc(max * 4 + 1);
+	char *s = malloc(max * 4 + strlen(cut) + 1);
+	int width, ascii, err;
+	int64_t len;
+	size_t n, o;
+
+	*out = NULL;
 	if (!data || !s) {
 		free(data);
 		free(s);
 		return -ENOMEM;
 	}
-	err = mem_read(pid, addr + (ascii ? hlen : l->unicode_compact_size), data, n * kind);
+	err = py_str_chars(pid, l, addr, max, data, &width, &ascii, &n, &len);
 	if (err) {
 		free(data);
 		free(s);
 		return err;
 	}
-	for (i = 0; i < n; i++) {
-		uint32_t c;
-
-		if (kind == 1) {
-			c = data[i];
-			if (ascii && c >= 0x80)
-				c = 0xfffd;
-		} else if (kind == 2) {
-			uint16_t u;
-
-			memcpy(&u, data + 2 * i, 2);
-			c = u;
-		} else {
-			memcpy(&c, data + 4 * i, 4);
-		}
-		o += put_utf8(s + o, c);
-	}
-	if ((size_t)len > n) {
-		memcpy(s + o, PYSTR_CUT, sizeof(PYSTR_CUT) - 1);
-		o += sizeof(PYSTR_CUT) - 1;
-	}
-	s[o] = 0;
+	o = py_chars_utf8(data, n, width, ascii, s);
+	if ((uint64_t)len > n)
+		strcpy(s + o, cut);
 	free(data);
 	*out = s;
 	return 0;
+}
+
+int py_str_read(pid_t pid, const struct py_layout *l, uint64_t addr, char **out)
+{
+	return py_str_read_max(pid, l, addr, PYSTR_MAX_CHARS, PYSTR_CUT, out);
 }
 
 int py_bytes_read(pid_t pid, const struct py_layout *l, uint64_t addr, size_t max, uint8_t **out,

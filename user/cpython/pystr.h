@@ -21,6 +21,20 @@
  * form, bad kind, length out of range) or -ENOMEM. */
 int py_str_read(pid_t pid, const struct py_layout *l, uint64_t addr, char **out);
 
+/* The same, at most max characters, a longer string cut with cut after them. */
+int py_str_read_max(pid_t pid, const struct py_layout *l, uint64_t addr, size_t max,
+		    const char *cut, char **out);
+
+/* A compact str's first characters as they are in memory: at most max of them into data
+ * (max * 4 bytes), *width bytes each, *n of them; *len is its whole length. */
+int py_str_chars(pid_t pid, const struct py_layout *l, uint64_t addr, size_t max, uint8_t *data,
+		 int *width, int *ascii, size_t *n, int64_t *len);
+
+/* n characters of width bytes (ascii: ASCII only) to NUL-terminated UTF-8 in out, which
+ * holds n * 4 + 1 bytes; returns the bytes written. Code points UTF-8 cannot carry become
+ * U+FFFD. */
+size_t py_chars_utf8(const uint8_t *data, size_t n, int width, int ascii, char *out);
+
 /* Reads the contents of the bytes object at addr in pid into *out (malloc'd, *len bytes
  * plus a NUL). Returns 0, -EFAULT, -EINVAL (negative size), -E2BIG (more than max bytes)
  * or -ENOMEM. */

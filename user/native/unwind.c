@@ -17,7 +17,7 @@
 #include "procmaps.h"
 
 /* A frame's name by its pc (as unwound: a return address minus one), per process. */
-struct name_ent {
+struct pc_name_ent {
 	uint64_t pc; /* 0: empty */
 	char *name;
 	enum native_kind kind;
@@ -28,7 +28,7 @@ struct nproc {
 	Dwfl *dwfl;
 	double reported;      /* when its modules were last read from /proc/PID/maps */
 	struct procmaps maps; /* as then read */
-	struct name_ent *names;
+	struct pc_name_ent *names;
 	size_t nnames, cap;
 	size_t nunknown; /* names of pcs in no module */
 	struct cfi_cache *rules;
@@ -305,7 +305,7 @@ static struct nproc *proc_of(struct unwinder *u, pid_t pid)
 	return p;
 }
 
-static struct name_ent *name_slot(struct nproc *p, uint64_t pc)
+static struct pc_name_ent *name_slot(struct nproc *p, uint64_t pc)
 {
 	size_t m = p->cap - 1, i = hash_u64(pc) & m;
 
@@ -316,7 +316,7 @@ static struct name_ent *name_slot(struct nproc *p, uint64_t pc)
 
 static int grow_names(struct nproc *p)
 {
-	struct name_ent *old = p->names;
+	struct pc_name_ent *old = p->names;
 	size_t ocap = p->cap, cap = ocap ? 2 * ocap : 256;
 
 	p->names = calloc(cap, sizeof(*p->names));
@@ -389,7 +389,7 @@ static void find_eval(struct nproc *p, Dwfl_Module *mod)
 /* "symbol" when a symbol covers pc, else "module+0xSTART" of its FDE's function: never the
  * nearest symbol before it, which names another function in a stripped file. */
 static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint64_t pc,
-		   struct name_ent *e)
+		   struct pc_name_ent *e)
 {
 	Dwfl_Module *mod = cfi_module(p->dwfl, pc);
 	const char *modname, *sym;
@@ -448,10 +448,10 @@ static int name_pc(struct nproc *p, const char *interp, bool interp_names, uint6
 	return 0;
 }
 
-static const struct name_ent *lookup(struct nproc *p, const char *interp, bool interp_names,
-				     uint64_t pc, bool *named)
+static const struct pc_name_ent *lookup(struct nproc *p, const char *interp, bool interp_names,
+					uint64_t pc, bool *named)
 {
-	struct name_ent *e, tmp = { 0 };
+	struct pc_name_ent *e, tmp = { 0 };
 
 	if ((p->nnames + 1) * 2 > p->cap && grow_names(p))
 		return NULL;
@@ -710,7 +710,7 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 			break;
 		}
 	for (unsigned int i = 0; i < w.n && p->dwfl; i++) {
-		const struct name_ent *e = lookup(p, interp, u->interp_names, w.pcs[i], &named);
+		const struct pc_name_ent *e = lookup(p, interp, u->interp_names, w.pcs[i], &named);
 
 		if (!e)
 			return -ENOMEM;

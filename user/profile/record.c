@@ -155,12 +155,55 @@ static uint32_t python_frame(struct record *r, struct target *tg, const struct f
 	return id;
 }
 
-static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t)
+/* "Task-N": asyncio's name for a task given none */
+static bool numbered(const char *name)
 {
-	char name[TASK_NAME_LEN + 32];
+	const char *p = name + 5;
 
-	task_name(&tg->t, t, name, sizeof(name));
-	return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
+	if (strncmp(name, "Task-", 5) || !*p)
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !*p;
+}
+
+#define GROUP_FRAMES 4 /* a task's outermost frames its automatic name may be from */
+
+/* The name a task is shown by: an automatic one (asyncio's Task-N; anyio's and
+ * Starlette's module.qualname of the function the task runs, 3-4 frames down under anyio
+ * 4's wrapper) becomes the qualname of what it runs, so that one route's requests are one
+ * stack; any other name stays. fr: its outermost frames, root first. */
+static const char *shown_name(struct record *r, struct target *tg, const char *name,
+			      const struct frame_rec *const *fr, uint32_t n)
+{
+	size_t len = strlen(name);
+
+	if (r->task_ids)
+		return name;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct py_code *c =
+			symtab_code(r->syms, &tg->t, FRAME_CODE(fr[i]), fr[i]->fp);
+		size_t q;
+
+		if (!c->valid || !c->qualname)
+			continue;
+		if (i == 0 && numbered(name))
+			return c->qualname;
+		q = strlen(c->qualname);
+		if (len > q + 1 && name[len - q - 1] == '.' && !strcmp(name + len - q, c->qualname))
+			return c->qualname;
+	}
+	return name;
+}
+
+static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t,
+			   const struct frame_rec *const *fr, uint32_t n)
+{
+	char name[TASK_NAME_TEXT];
+
+	if (tasknames_sample(r->names, &tg->t, t, name, sizeof(name)))
+		return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
+	return profile_frame(r->prof, FRAME_TASK, shown_name(r, tg, name, fr, n), NULL, 0);
 }
 
 /* The thread's frames leaf first into out, its native ones (if any) in place: each C call
@@ -231,8 +274,13 @@ tasks:
 		ids[n++] = special(r, "[more tasks]");
 	for (uint32_t k = h->ntasks; k-- > last;) {
 		const struct task_rec *t = &s->tasks[k];
+		const struct frame_rec *fr[GROUP_FRAMES];
+		uint32_t nfr = 0;
 
-		ids[n++] = task_frame(r, tg, t);
+		for (uint32_t i = t->first;
+		     i < (uint32_t)t->first + t->nframes && i < total && nfr < GROUP_FRAMES; i++)
+			fr[nfr++] = &s->frames[i];
+		ids[n++] = task_frame(r, tg, t, fr, nfr);
 		if (t->flags & TASK_CYCLE)
 			ids[n++] = special(r, "[cycle]");
 		for (uint32_t i = t->first; i < (uint32_t)t->first + t->nframes && i < total; i++)
@@ -244,7 +292,14 @@ tasks:
 		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[h->ntasks - 1]);
 	if (!last)
 		return n;
-	ids[n++] = task_frame(r, tg, &s->tasks[0]);
+	{
+		const struct frame_rec *fr[GROUP_FRAMES];
+		uint32_t nfr = 0;
+
+		for (uint32_t i = h->running_idx + 1; i-- > 0 && nfr < GROUP_FRAMES;)
+			fr[nfr++] = &s->frames[i];
+		ids[n++] = task_frame(r, tg, &s->tasks[0], fr, nfr);
+	}
 	for (uint32_t i = split; i-- > 0;)
 		ids[n++] = th[i];
 	return n;

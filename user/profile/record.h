@@ -49,6 +49,9 @@ struct record {
 	struct unwinder *unw;
 	bool native_all;
 	struct native_stack ns;
+	/* automatic task names (Task-N, anyio's module.qualname) as they are; by default
+	 * such a task is shown by its coroutine's qualname */
+	bool task_ids;
 };
 
 int record_init(struct record *r);

@@ -29,8 +29,8 @@ struct probe {
 struct sampler_objs {
 	struct bpf_object *obj;
 	struct {
-		struct bpf_map *events, *procs, *coro_task, *task_serials, *task_links, *stats,
-			*cost_hist, *native_out;
+		struct bpf_map *events, *procs, *coro_task, *task_serials, *task_links, *task_names,
+			*stats, *cost_hist, *native_out;
 	} maps;
 	struct {
 		struct bpf_program *sample_cpu, *task_init;
@@ -47,6 +47,7 @@ struct sampler_objs {
 		(o)->maps.coro_task = (sk)->maps.coro_task;                                        \
 		(o)->maps.task_serials = (sk)->maps.task_serials;                                  \
 		(o)->maps.task_links = (sk)->maps.task_links;                                      \
+		(o)->maps.task_names = (sk)->maps.task_names;                                      \
 		(o)->maps.stats = (sk)->maps.stats;                                                \
 		(o)->maps.cost_hist = (sk)->maps.cost_hist;                                        \
 		(o)->maps.native_out = (sk)->maps.native_out;                                      \
@@ -557,6 +558,14 @@ int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct 
 	struct task_key key = { .pid = pid, .addr = child };
 
 	return bpf_map__update_elem(s->o.maps.task_links, &key, sizeof(key), l, sizeof(*l),
+				    BPF_ANY);
+}
+
+int sampler_set_name(struct sampler *s, pid_t pid, uint64_t task, const struct name_ent *e)
+{
+	struct name_key key = { .pid = pid, .task = task, .name_obj = e->name_obj };
+
+	return bpf_map__update_elem(s->o.maps.task_names, &key, sizeof(key), e, sizeof(*e),
 				    BPF_ANY);
 }
 

@@ -70,6 +70,8 @@ int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t ser
 int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *out);
 int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task);
 int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct task_link *l);
+/* A name copied by userspace into task_names, as the walk would copy it (NAME_CACHED). */
+int sampler_set_name(struct sampler *s, pid_t pid, uint64_t task, const struct name_ent *e);
 int sampler_del_link(struct sampler *s, pid_t pid, uint64_t child);
 int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_link *out);
 

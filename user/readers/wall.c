@@ -30,8 +30,8 @@ struct wall {
 	uint64_t bad_records;
 };
 
-static const char *const shared_maps[] = { "procs", "tstates", "coro_task", "task_serials",
-					   "task_links" };
+static const char *const shared_maps[] = { "procs",	   "tstates",	 "coro_task",
+					   "task_serials", "task_links", "task_names" };
 
 static int handle_record(void *ctx, void *data, size_t size)
 {

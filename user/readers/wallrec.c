@@ -418,8 +418,9 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		wr->wall_threads / 1e9, wr->wall_tasks / 1e9, wr->cpu_total / 1e9);
 	fprintf(f, "wall reads: %llu (%.1f per tick)\n", (unsigned long long)st.stat[WSTAT_READS],
 		wr->ticks ? (double)st.stat[WSTAT_READS] / wr->ticks : 0.0);
-	fprintf(f, "wall task names from cache: %llu\n",
-		(unsigned long long)st.stat[WSTAT_NAME_HITS]);
+	fprintf(f, "wall task names from cache: %llu, copied: %llu\n",
+		(unsigned long long)st.stat[WSTAT_NAME_HITS],
+		(unsigned long long)st.stat[WSTAT_NAME_COPIES]);
 	fprintf(f, "wall no thread state: %llu\n", (unsigned long long)st.stat[WSTAT_NO_TSTATE]);
 	fprintf(f, "wall read errors: %llu\n", (unsigned long long)st.stat[WSTAT_READ_ERR]);
 	fprintf(f, "wall truncated: %llu\n", (unsigned long long)st.stat[WSTAT_TRUNCATED]);

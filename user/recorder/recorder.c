@@ -132,6 +132,7 @@ static int open_reader(struct recorder *a)
 			return EXIT_ENV;
 		}
 		a->tracker = tracker_new(a->sampler);
+		tasknames_set_map(a->rec.names, sampler_map_fd(a->sampler, "task_names"));
 	}
 	if (!a->tracker) {
 		recorder_say(a, "out of memory");
@@ -281,6 +282,7 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 		return EXIT_ENV;
 	}
 	a->rec.native_all = o->native_all;
+	a->rec.task_ids = o->task_ids;
 	profile_set_period(a->rec.prof, 1000000000ull / o->freq);
 	symtab_set_limit(a->rec.syms, o->mem_per_process);
 	a->rec.stack_limit = o->mem_per_process;

@@ -45,6 +45,7 @@ struct recorder_opts {
 	 * interpreter's own C functions shown too */
 	unsigned int native_bytes;
 	bool native_all;
+	bool task_ids; /* automatic task names as they are, not grouped by coroutine */
 	/* Called once the reader is loaded, before the first targets are found: where a tool
 	 * installs its signal handlers, since a handled SIGINT is what tells a bench or a test
 	 * that the recorder is about to sample. NULL: none. */

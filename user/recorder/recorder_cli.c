@@ -20,6 +20,9 @@ const char recorder_cli_help[] =
 	"      --max-tasks N      wall mode: at most N suspended tasks per process per tick,\n"
 	"                         chosen at random and re-weighted (default: all that fit in\n"
 	"                         half the tick)\n"
+	"      --task-ids         tasks by the names they hold (Task-N, module.function):\n"
+	"                         by default an automatic name is shown as what the task\n"
+	"                         runs, its coroutine's qualname, so that stacks aggregate\n"
 	"      --no-origins       do not watch task creation (a uprobe per new asyncio task);\n"
 	"                         tasks whose creator returned then show as roots\n"
 	"      --container ID     only processes of this container (id prefix, or the label\n"
@@ -155,6 +158,9 @@ int recorder_cli_option(struct recorder_cli *cli, struct recorder_opts *o, int o
 				   NATIVE_STACK_MAX / 1024);
 		o->native_bytes = (unsigned int)v << 10;
 		cli->native_set = true;
+		return 1;
+	case 'J':
+		o->task_ids = true;
 		return 1;
 	case 'I':
 		o->native_all = true;

@@ -26,6 +26,7 @@
 		{ "native", no_argument, NULL, 'X' },                                              \
 		{ "native-stack", required_argument, NULL, 'S' },                                  \
 		{ "native-all", no_argument, NULL, 'I' },                                          \
+		{ "task-ids", no_argument, NULL, 'J' },                                            \
 	{                                                                                          \
 		"mem-per-process", required_argument, NULL, 'P'                                    \
 	}

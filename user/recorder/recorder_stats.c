@@ -122,6 +122,8 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
 	print_task_support(a, f);
 	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
+	fprintf(f, "task names unreadable: %llu\n",
+		(unsigned long long)tasknames_unreadable(a->rec.names));
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 }
@@ -215,6 +217,10 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
+	fprintf(f,
+		"task names unreadable: %llu (shown as <task ?>: the task had let the name go "
+		"before it could be read)\n",
+		(unsigned long long)tasknames_unreadable(a->rec.names));
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
 		symtab_bytes(a->rec.syms) >> 10, (unsigned long long)symtab_evicted(a->rec.syms));

@@ -95,7 +95,8 @@ struct sample_hdr {
 };
 
 enum task_flags {
-	TASK_ORIGIN = 1 << 0,	 /* reached through its creator link, not an awaiter link */
+	TASK_ORIGIN = 1 << 0,	 /* reached through its creator link, not an awaiter link: its
+				  * frames are where it created the task before it (task_sites) */
 	TASK_ENDED = 1 << 1,	 /* no longer alive: only its identity is known */
 	TASK_CYCLE = 1 << 2,	 /* its awaiter is already in the chain: the walk ends here */
 	TASK_TRUNCATED = 1 << 3, /* more coroutine frames than recorded */
@@ -196,6 +197,19 @@ struct task_link {
 	__u32 kind;
 	__u32 name_kind;
 	char name[TASK_NAME_LEN];
+};
+
+#define SITE_FRAMES 24 /* creator frames kept per creation site */
+
+/* Where a task was created (task_sites, keyed by the new task): its creator's frames at
+ * that moment, innermost first, from the create call out to the creator's coroutine.
+ * When there are more, the outermost SITE_FRAMES are kept and more says how many of the
+ * innermost (the create call's side) are not. */
+struct task_site {
+	__u64 serial; /* the created task's */
+	__u32 nframes;
+	__u32 more;
+	struct frame_rec frames[SITE_FRAMES];
 };
 
 enum stat_idx {

@@ -21,7 +21,9 @@ struct pw_reader;
 /* PW_LOOP(max, fn, ctx) calls long fn(__u32 i, void *ctx) up to max times, until it
  * returns nonzero; PW_LOAD(type, buf, off) loads a type at buf + off. */
 #ifdef __bpf__
-#define PW_INLINE		__always_inline
+#define PW_INLINE __always_inline
+/* a function of its own (a BPF subprogram), whose frame is not its caller's */
+#define PW_NOINLINE		__attribute__((noinline))
 #define PW_LOAD(type, buf, off) (*(const type *)((const __u8 *)(buf) + (off)))
 /* v &= mask in an instruction clang cannot drop as redundant */
 #define PW_MASK(v, mask) asm volatile("%0 &= %1" : "+r"(v) : "i"(mask))
@@ -67,6 +69,7 @@ static __always_inline void pw_bounded_pw_task_step(__u32 max, struct pw_tasks *
 #else
 #include <string.h>
 #define PW_INLINE	     inline __attribute__((unused))
+#define PW_NOINLINE	     PW_INLINE
 #define PW_MASK(v, mask)     ((v) &= (mask))
 #define PW_FORGET(v, slot)   ((void)0)
 #define PW_FORGET64(v, slot) ((void)0)
@@ -652,12 +655,13 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 				    __u64 task, __u64 serial, __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
-	__u64 name = 0, v = 0; /* one scratch word for type, state and length: stack is short */
-	__u32 state;
-	int ascii;
+	/* few locals: this runs in the task loop's frame, which 5.10 and 6.1 limit with the
+	 * program's to 512 bytes. v is type, state, length and size in turn; w the width of
+	 * a character, 0 for ASCII */
+	__u64 name = 0, v = 0;
+	__u32 w;
 #ifdef PW_NAME_CACHE
 	struct name_ent *c;
-	__u32 width, n;
 #endif
 
 	*kind = NAME_NONE;
@@ -678,29 +682,27 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 		if (pw_read(r, &v, 4, name + y->unicode_state) ||
 		    !(v >> y->unicode_compact_bit & 1))
 			return name;
-		state = v;
-		ascii = state >> y->unicode_ascii_bit & 1;
+		w = v >> y->unicode_ascii_bit & 1 ? 0 : v >> y->unicode_kind_shift & 7;
 		if (pw_read(r, &v, 8, name + y->unicode_length))
 			return name;
-		if (ascii && v < TASK_NAME_LEN) {
+		if (!w && v < TASK_NAME_LEN) {
 			__builtin_memset(buf, 0, TASK_NAME_LEN);
 			if (!pw_read(r, buf, v & (TASK_NAME_LEN - 1), name + y->unicode_ascii_size))
 				*kind = NAME_ASCII;
 		}
 #ifdef PW_NAME_CACHE
-		else if (serial && (c = pw_name_slot(r, pid, task, name))) {
-			width = ascii ? 1 : state >> y->unicode_kind_shift & 7;
-			if (width != 1 && width != 2 && width != 4)
-				return name;
-			n = v < TASK_NAME_MAX ? v : TASK_NAME_MAX;
+		else if (serial && (w <= 2 || w == 4) && (c = pw_name_slot(r, pid, task, name))) {
 			/* the entry is filled in place: a reader that sees serial 0 ignores it */
 			c->serial = 0;
 			c->length = v > 0xffffffff ? 0xffffffff : v;
-			c->width = width;
-			c->nchars = n;
-			if (pw_read(r, c->chars, (n * width) & (NAME_BYTES - 1),
-				    name + (ascii ? y->unicode_ascii_size
-						  : y->unicode_compact_size)))
+			c->width = w ? w : 1;
+			c->nchars = v < TASK_NAME_MAX ? v : TASK_NAME_MAX;
+			/* masked in asm: clang knows the product is below NAME_BYTES and drops
+			 * a plain mask, 5.10's verifier does not know it */
+			v = (__u64)c->nchars * c->width;
+			PW_MASK(v, NAME_BYTES - 1);
+			if (pw_read(r, c->chars, v,
+				    name + (w ? y->unicode_compact_size : y->unicode_ascii_size)))
 				return name;
 			c->kind = NAME_CACHED;
 			c->name_obj = name;
@@ -814,41 +816,27 @@ static long pw_in_chain_step(__u32 i, void *ctx)
 }
 
 /* Records the current task and steps to its parent; awaiters' coroutines are walked. */
-static long pw_task_step(__u32 i, void *ctx)
+/* The name of the task the walk is at into t: a subprogram of its own, so that the copy's
+ * locals are not in the task loop's frame, which 5.10 and 6.1 limit with the program's to
+ * 512 bytes. */
+static PW_NOINLINE int pw_task_name(struct pw_tasks *w)
 {
-	struct pw_tasks *w = ctx;
+	struct task_rec *t = &w->smp->tasks[(w->n - 1) & (MAX_TASKS - 1)];
+
+	t->name_obj =
+		pw_copy_name(w->r, w->p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
+	return 0;
+}
+
+/* Moves the walk to the task that the task at n (t) is linked to; 1 when there is none.
+ * A function of its own, for the task step's frame (see pw_in_chain). */
+static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u32 n)
+{
 	const struct py_proc *p = w->p;
 	const struct task_link *link;
-	struct task_rec *t, *next;
-	__u32 n = w->n, flags = 0, nf = 0;
-	__u64 awaited;
+	struct task_rec *next;
 	int alive;
 
-	if (n >= MAX_TASKS)
-		return 1;
-	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
-	t->addr = w->cur;
-	t->coro = w->cur_coro;
-	t->serial = w->cur_serial;
-	t->flags = w->cur_flags;
-	t->first = w->used;
-	t->nframes = 0;
-	w->n = n + 1;
-	if (w->cur_flags & TASK_ENDED)
-		return 1; /* gone: its name is the one the link to it recorded */
-	t->name_obj = pw_copy_name(w->r, p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
-	if (w->cur_flags & TASK_CYCLE)
-		return 1;
-	if (i > 0 || w->own) {
-		nf = pw_walk_coro(w->r, p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP,
-				  w->s, &awaited, &flags);
-		t->nframes = nf;
-		w->used += nf;
-		if (flags & SAMPLE_TRUNCATED)
-			t->flags |= TASK_TRUNCATED;
-		if (flags & SAMPLE_READ_ERR)
-			w->smp->hdr.flags |= SAMPLE_READ_ERR;
-	}
 	link = pw_task_link(w->pid, w->cur);
 	if (!link || link->child_serial != w->cur_serial || link->child_coro != w->cur_coro)
 		return 1;
@@ -872,7 +860,54 @@ static long pw_task_step(__u32 i, void *ctx)
 		next->name_obj = link->name_obj;
 		__builtin_memcpy(next->name, link->name, TASK_NAME_LEN);
 	}
+	return 0;
+}
+
+/* Marks TASK_CYCLE when the task the walk moved to is already in the chain: a function of
+ * its own, as the bounded loops unroll it into the task step's frame. */
+static PW_NOINLINE int pw_in_chain(struct pw_tasks *w)
+{
 	PW_LOOP(MAX_TASKS, pw_in_chain_step, w);
+	return 0;
+}
+
+static long pw_task_step(__u32 i, void *ctx)
+{
+	struct pw_tasks *w = ctx;
+	const struct py_proc *p = w->p;
+	struct task_rec *t;
+	__u32 n = w->n, flags = 0, nf = 0;
+	__u64 awaited;
+
+	if (n >= MAX_TASKS)
+		return 1;
+	t = &w->smp->tasks[n & (MAX_TASKS - 1)];
+	t->addr = w->cur;
+	t->coro = w->cur_coro;
+	t->serial = w->cur_serial;
+	t->flags = w->cur_flags;
+	t->first = w->used;
+	t->nframes = 0;
+	w->n = n + 1;
+	if (w->cur_flags & TASK_ENDED)
+		return 1; /* gone: its name is the one the link to it recorded */
+	pw_task_name(w);
+	if (w->cur_flags & TASK_CYCLE)
+		return 1;
+	/* a creator is shown where it created the task, not by what it runs now */
+	if ((i > 0 || w->own) && !(w->cur_flags & TASK_ORIGIN)) {
+		nf = pw_walk_coro(w->r, p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP,
+				  w->s, &awaited, &flags);
+		t->nframes = nf;
+		w->used += nf;
+		if (flags & SAMPLE_TRUNCATED)
+			t->flags |= TASK_TRUNCATED;
+		if (flags & SAMPLE_READ_ERR)
+			w->smp->hdr.flags |= SAMPLE_READ_ERR;
+	}
+	if (pw_next_task(w, t, n))
+		return 1;
+	pw_in_chain(w);
 	/* forgotten: each combination of the flags would be a loop state of its own */
 	flags = w->cur_flags;
 	PW_FORGET(flags, w->s->forget);

@@ -43,6 +43,15 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 #define MAPS_WALK
 #include "maps.h"
 
+/* new task -> where its creator created it (task_init), read by userspace
+ * only */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 15);
+	__type(key, struct task_key);
+	__type(value, struct task_site);
+} task_sites SEC(".maps");
+
 #define RB_BYTES      (8 << 20)
 #define RB_WAKE_BYTES (RB_BYTES / 4)
 
@@ -61,6 +70,7 @@ struct scratch {
 	struct py_proc proc; /* the walked process's, copied: see pwbounded.h */
 	struct pw_loops loops;
 	__u64 serials; /* tasks numbered on this CPU (task_init) */
+	struct task_site site; /* task_init's, built here: too big for the stack */
 	/* off the stack, which this program and its loops' frames share (512 bytes on 6.1
 	 * and 5.10, with none to spare): walk_thread's result and the sample's start */
 	bool looked_up;
@@ -229,6 +239,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	struct pw_reader *rd;
 	__s64 nargs = 0;
 	__u64 coro = 0;
+	__u32 first;
 
 	if (!proc || !proc->async.yf_kind || !proc->async.tuple_items)
 		return 0;
@@ -269,6 +280,18 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	link.name_obj = pw_copy_name(rd, p, pid, f.task, f.serial, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
+	/* the creation site: thread frames 0 (the create call) to f.idx (the creator's
+	 * coroutine), the outermost SITE_FRAMES of them */
+	first = f.idx >= SITE_FRAMES ? f.idx + 1 - SITE_FRAMES : 0;
+	if (f.idx >= MAX_FRAMES)
+		return 0;
+	sc->site.serial = id_new.serial;
+	sc->site.nframes = f.idx + 1 - first;
+	sc->site.more = first;
+	if (bpf_probe_read_kernel(sc->site.frames, sizeof(sc->site.frames),
+				  &sc->s.frames[first & (MAX_FRAMES - 1)]))
+		return 0;
+	bpf_map_update_elem(&task_sites, &key, &sc->site, BPF_ANY);
 	return 0;
 }
 

@@ -649,6 +649,10 @@ class NativeFrame(str):
 NATIVE_ENDS = "[native stack ends]"
 # executable memory of no file: a libffi closure's trampoline (ctypes callbacks)
 ANON_CODE = "[anonymous code]"
+# the frames above made the task below (its creator's frames where it created it)
+CREATED_BY = "[created by]"
+# a creation site's frames not kept
+MORE_FRAMES_RE = re.compile(r"^\[\d+ more frames\]$")
 
 
 class Frame(tuple):
@@ -706,7 +710,8 @@ class Sample:
                 # "[unknown native 0x...]" too: the suite runs no code outside ELF files
                 # but [anonymous code], so a pc in no module is the unwinder's fault (a
                 # library it missed)
-                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE, ANON_CODE), (
+                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE, ANON_CODE,
+                             CREATED_BY) or MORE_FRAMES_RE.match(p), (
                     "bad frame %r in line: %.300r" % (p, raw))
                 self.frames.append(p)
 

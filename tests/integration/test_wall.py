@@ -170,7 +170,7 @@ def run_ab(stack, root_record_bin, ab_interps, others=()):
         started.set()
 
     wall, cpu = run_all([
-        ((root_record_bin, "--mode", "wall", "-p", pids, "-d", 8, "--stats", "-v"),
+        ((root_record_bin, "--mode", "wall", "-p", pids, "-d", 8, "--stats", "-v", "--task-ids"),
          dict(timeout=240, on_start=on_start)),
         ((root_record_bin, "-p", ",".join(str(w.pid) for w in loads), "-F", 199, "-d", 8),
          dict(timeout=240)),

@@ -30,6 +30,7 @@ import gc
 import json
 import os
 import queue
+import re
 import sys
 import threading
 import time
@@ -366,10 +367,19 @@ async def ff_child():
     await leaf_fire_and_forget()
 
 
+FF_SITE = []  # the creator's frames where it creates its child, root first
+
+
 async def ff_creator(n):
-    t = asyncio.get_running_loop().create_task(ff_child(), name="ff-child-%d" % n)
+    loop = asyncio.get_running_loop()
+    t = loop.create_task(ff_child(), name="ff-child-%d" % n)
     if n == 1:  # the truth is taken from the first generation
         edge(t, "origin")
+        # create_task's own frame, where it is Python (not uvloop's Cython, which has a
+        # __code__ of its own)
+        fn = getattr(loop.create_task, "__func__", None)
+        inner = [_wl.qualname(fn.__code__)] if type(fn) is types.FunctionType else []
+        FF_SITE[:] = [_wl.qualname(sys._getframe(0).f_code)] + inner
     # The previous generation ends only now: cancelled at the spawn, it was done for the
     # whole loop iteration before this creator ran (the busy leaves' 4 ms each), and a
     # snapshot then held no child at all.
@@ -461,6 +471,14 @@ def task_name(task):
         if type(r) is int:
             return "Task-%d" % r
     raise RuntimeError("no name among the referents of %r" % (task,))
+
+
+def shown_name(task, name):
+    """A task's name as a profiler shows it by default: asyncio's automatic Task-N as
+    the qualname of the task's coroutine."""
+    if re.fullmatch(r"Task-\d+", task_name(task)):
+        return _wl.qualname(task.get_coro().cr_code)
+    return name
 
 
 def auto_named(task):
@@ -601,13 +619,15 @@ def truth(patterns, loop):
             n = name(t)
             return n.rsplit("-", 1)[0] + "-{n}" if ff else n
 
-        chain, chain_q, stacked, via = [], [], [], []
+        chain, chain_q, stacked, shown, via = [], [], [], [], []
         for i, t in enumerate(path):
             stacked.append("<task %s>" % show(t))
+            shown.append("<task %s>" % shown_name(t, show(t)))
             if t is leaf_task:
                 own = s["running"]
             elif links[i] == "origin":
                 own = []  # the creator has returned
+                shown += FF_SITE + ["[created by]"]
             else:
                 frames, awaited = walked[id(t)]
                 own = frames_of(frames)
@@ -624,6 +644,7 @@ def truth(patterns, loop):
             chain += [f[1] for f in own]
             chain_q += [f[0] for f in own]
             stacked += [f[0] for f in own]
+            shown += [f[0] for f in own]
 
         def node(t):
             kids = children.get(id(t), [])
@@ -640,7 +661,7 @@ def truth(patterns, loop):
             return n
 
         rec.update(tasks=[show(t) for t in path], links=links, chain=chain, chain_q=chain_q,
-                   stacked=stacked, loop_stack=[f[:1] + f[2:] for f in s["loop_stack"]],
+                   stacked=stacked, shown=shown, loop_stack=[f[:1] + f[2:] for f in s["loop_stack"]],
                    via=via, tree=node(path[0]),
                    auto_named=[show(t) for t in path if auto_named(t)])
         out.append(rec)

@@ -6,9 +6,10 @@
 
 #include "record.h"
 
-/* a container, process, thread, a marker, the thread's frames, per task a boundary and two markers
- * around its coroutine frames, a leaf marker */
-#define MAX_IDS (MAX_FRAMES + MAX_CORO_FRAMES + 3 * MAX_TASKS + 7 + NATIVE_MAX_FRAMES + 1)
+/* a container, process, thread, a marker, the thread's frames, per task a boundary, markers
+ * around its coroutine frames or creation site, a leaf marker */
+#define MAX_IDS                                                                                    \
+	(MAX_FRAMES + MAX_CORO_FRAMES + (SITE_FRAMES + 5) * MAX_TASKS + 7 + NATIVE_MAX_FRAMES + 1)
 /* the thread's frames, Python and native */
 #define MAX_THREAD (MAX_FRAMES + NATIVE_MAX_FRAMES + 1)
 
@@ -18,7 +19,8 @@ int record_init(struct record *r)
 	r->prof = profile_new();
 	r->syms = symtab_new();
 	r->names = tasknames_new();
-	if (!r->prof || !r->syms || !r->names) {
+	r->sites = tasksites_new();
+	if (!r->prof || !r->syms || !r->names || !r->sites) {
 		record_fini(r);
 		return -ENOMEM;
 	}
@@ -30,6 +32,7 @@ void record_fini(struct record *r)
 	profile_free(r->prof);
 	symtab_free(r->syms);
 	tasknames_free(r->names);
+	tasksites_free(r->sites);
 	unwinder_free(r->unw);
 	free(r->targets);
 	memset(r, 0, sizeof(*r));
@@ -245,6 +248,74 @@ static uint32_t thread_frames(struct record *r, struct target *tg, const struct 
 	return n;
 }
 
+/* "[N more frames]": frames of a creation site that were not kept */
+static uint32_t more_frames(struct record *r, uint32_t more)
+{
+	char text[48];
+
+	snprintf(text, sizeof(text), "[%u more frames]", more);
+	return special(r, text);
+}
+
+/* The coroutine frame of task k (its outermost), NULL if not in the sample. */
+static const struct frame_rec *coro_frame(const struct py_sample *s, uint32_t k, uint32_t last,
+					  uint32_t total)
+{
+	const struct task_rec *t = &s->tasks[k];
+
+	if (k == 0 && last)
+		return s->hdr.running_idx < s->hdr.nframes ? &s->frames[s->hdr.running_idx] : NULL;
+	return t->nframes && t->first < total ? &s->frames[t->first] : NULL;
+}
+
+/* The code object task k runs: its coroutine's, from its frames or, for a creator, from
+ * where it created task k - 1 (its frames are not walked); 0 if not known. */
+static uint64_t task_code(const struct py_sample *s, uint32_t k, uint32_t last, uint32_t total,
+			  const struct task_site *const *sites)
+{
+	const struct frame_rec *f =
+		sites[k] ? &sites[k]->frames[sites[k]->nframes - 1] : coro_frame(s, k, last, total);
+
+	return f ? FRAME_CODE(f) : 0;
+}
+
+/* How many of the sample's tasks are shown, from tasks[0] out; sites[k] gets where task
+ * k, a creator, created task k - 1. A chain stops at a creator whose site is not known,
+ * and at a task created by a task that runs,
+ * or is under a task that runs, the same coroutine function: a server's next request,
+ * made in the previous request's send path (uvicorn under keep-alive), is not that
+ * request's work. */
+static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py_sample *s,
+			    uint32_t last, uint32_t total, const struct task_site **sites)
+{
+	uint32_t nt = s->hdr.ntasks;
+
+	for (uint32_t k = 1; k < nt; k++)
+		if (s->tasks[k].flags & TASK_ORIGIN)
+			sites[k] = tasksites_get(r->sites, tg->t.pid, s->tasks[k - 1].addr,
+						 s->tasks[k - 1].serial);
+	for (uint32_t k = 1; k < nt; k++) {
+		uint64_t child;
+
+		if (!(s->tasks[k].flags & TASK_ORIGIN))
+			continue;
+		/* a creator whose creation site is not known is not drawn: neither where it
+		 * made the task nor whether it is the task's own kind can be shown */
+		if (!sites[k]) {
+			r->sites_unknown++;
+			return k;
+		}
+		if (!(child = task_code(s, k - 1, last, total, sites)))
+			continue;
+		for (uint32_t j = k; j < nt; j++)
+			if (task_code(s, j, last, total, sites) == child) {
+				r->creation_cuts++;
+				return k;
+			}
+	}
+	return nt;
+}
+
 /* Root first: the thread's frames down to the running task's coroutine (the event loop's
  * part), each awaiting task from the outermost with its suspended coroutine frames, then
  * the running task and its frames down to the leaf. */
@@ -253,7 +324,8 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 		     uint32_t n)
 {
 	const struct sample_hdr *h = &s->hdr;
-	uint32_t split = 0, total = h->nframes + h->ncoro, th[MAX_THREAD], at[MAX_FRAMES], nth;
+	uint32_t split = 0, total = h->nframes + h->ncoro, th[MAX_THREAD], at[MAX_FRAMES], nth, top;
+	const struct task_site *sites[MAX_TASKS] = { 0 };
 	/* a suspended task shows its own coroutine frames like its awaiters' */
 	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
 
@@ -270,26 +342,41 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	for (uint32_t i = nth; i-- > split;)
 		ids[n++] = th[i];
 tasks:
-	if (s->tasks[h->ntasks - 1].flags & TASK_MORE)
+	top = shown_tasks(r, tg, s, last, total, sites);
+	if (top == h->ntasks && s->tasks[top - 1].flags & TASK_MORE)
 		ids[n++] = special(r, "[more tasks]");
-	for (uint32_t k = h->ntasks; k-- > last;) {
+	for (uint32_t k = top; k-- > last;) {
 		const struct task_rec *t = &s->tasks[k];
+		const struct task_site *site = sites[k];
 		const struct frame_rec *fr[GROUP_FRAMES];
 		uint32_t nfr = 0;
 
-		for (uint32_t i = t->first;
-		     i < (uint32_t)t->first + t->nframes && i < total && nfr < GROUP_FRAMES; i++)
+		if (site)
+			for (uint32_t i = site->nframes; i-- > 0 && nfr < GROUP_FRAMES;)
+				fr[nfr++] = &site->frames[i];
+		for (uint32_t i = t->first; !site && i < (uint32_t)t->first + t->nframes &&
+					    i < total && nfr < GROUP_FRAMES;
+		     i++)
 			fr[nfr++] = &s->frames[i];
 		ids[n++] = task_frame(r, tg, t, fr, nfr);
 		if (t->flags & TASK_CYCLE)
 			ids[n++] = special(r, "[cycle]");
+		if (t->flags & TASK_ORIGIN) {
+			/* where it created the task below it, whatever it runs now */
+			for (uint32_t i = site ? site->nframes : 0; i-- > 0;)
+				ids[n++] = python_frame(r, tg, &site->frames[i]);
+			if (site && site->more)
+				ids[n++] = more_frames(r, site->more);
+			ids[n++] = special(r, "[created by]");
+			continue;
+		}
 		for (uint32_t i = t->first; i < (uint32_t)t->first + t->nframes && i < total; i++)
 			ids[n++] = python_frame(r, tg, &s->frames[i]);
 		if (t->flags & TASK_TRUNCATED)
 			ids[n++] = special(r, "[truncated]");
 	}
-	if (!(s->tasks[h->ntasks - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
-		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[h->ntasks - 1]);
+	if (top == h->ntasks && !(s->tasks[top - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
+		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[top - 1]);
 	if (!last)
 		return n;
 	{

@@ -12,6 +12,7 @@
 #include "pyproc.h"
 #include "symbolize.h"
 #include "tasknames.h"
+#include "tasksites.h"
 #include "unwind.h"
 
 struct target {
@@ -36,12 +37,15 @@ struct record {
 	struct profile *prof;
 	struct symtab *syms;
 	struct tasknames *names;
+	struct tasksites *sites;
 	struct target *targets;
 	size_t ntargets, cap;
 	uint64_t unknown_pid;	 /* samples of a pid no longer (or not yet) tracked */
 	uint64_t nomem;		 /* samples dropped for lack of memory */
 	uint64_t unknown_frames; /* frames shown as [unknown] */
 	uint64_t root_tasks;	 /* distinct tasks seen at the root of a chain (unlinked) */
+	uint64_t sites_unknown;	 /* creators drawn without the frames that created the task */
+	uint64_t creation_cuts;	 /* chains stopped at a task made by its own kind (a request's) */
 	size_t stack_limit;	 /* bytes of stacks per process, 0: none */
 	uint64_t over_limit; /* samples shown as [stack limit]: their process's table was full */
 	/* --native: the unwinder (NULL: native parts are ignored), the interpreter's C

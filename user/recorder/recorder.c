@@ -133,6 +133,7 @@ static int open_reader(struct recorder *a)
 		}
 		a->tracker = tracker_new(a->sampler);
 		tasknames_set_map(a->rec.names, sampler_map_fd(a->sampler, "task_names"));
+		tasksites_set_map(a->rec.sites, sampler_map_fd(a->sampler, "task_sites"));
 	}
 	if (!a->tracker) {
 		recorder_say(a, "out of memory");

@@ -218,6 +218,14 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(f,
+		"creators without their creation site: %llu (not drawn: the site was evicted, or "
+		"the task made before the recording)\n",
+		(unsigned long long)a->rec.sites_unknown);
+	fprintf(f,
+		"creation chains stopped: %llu (a task made by a task running the same "
+		"coroutine function: a server's next request)\n",
+		(unsigned long long)a->rec.creation_cuts);
+	fprintf(f,
 		"task names unreadable: %llu (shown as <task ?>: the task had let the name go "
 		"before it could be read)\n",
 		(unsigned long long)tasknames_unreadable(a->rec.names));

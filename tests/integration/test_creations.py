@@ -1,0 +1,63 @@
+"""A task nobody awaits is drawn under its creator's frames where it was made, then a
+"[created by]" marker (creations.py's handler and its jobs); a chain of creations stops
+where a task was made by a task running the same coroutine function, so that a server's
+requests, each made in the previous one's send path, are never drawn under one another.
+On every interpreter."""
+import re
+
+import pytest
+
+from helpers import CREATED_BY, TaskFrame, Workload, record_checked, show, total
+
+SHARE = 0.9
+# the oldest jobs seen may have been made before the creation probe was in place
+EXCLUDED = 3
+
+
+@pytest.fixture(scope="module")
+def recorded(interp, root_record_bin):
+    with Workload(interp.path, "creations.py", timeout=60) as w:
+        r = record_checked(root_record_bin, "-p", w.pid, "-F", 499, "--stats",
+                           pids=[w.pid], cpu=3.0)
+        yield r, w
+
+
+def test_job_under_creation_site(recorded):
+    """At least 90% of the jobs' samples: <task the-handler>, the handler's frames where
+    it made the job (the workload's own record of them), [created by], <task job-N>."""
+    r, w = recorded
+    site = w.fact("site")
+
+    def gen(s):
+        m = [re.fullmatch(r"job-(\d+)", t) for t in s.tasks()]
+        return next((int(x.group(1)) for x in m if x), None)
+
+    jobs = [s for s in r.of_pid(w.pid) if "job" in s.qualnames() and gen(s) is not None]
+    gens = sorted({gen(s) for s in jobs})
+    assert len(gens) > EXCLUDED + 2, "job generations seen: %s" % gens + r.describe()
+    jobs = [s for s in jobs if gen(s) in gens[EXCLUDED:]]
+    assert total(jobs) >= 20, "too few samples in job()" + r.describe()
+
+    def path(s):
+        out = [str(f) if isinstance(f, TaskFrame) else f.qualname if hasattr(f, "qualname")
+               else f for f in s.frames]
+        start = out.index("<task the-handler>") if "<task the-handler>" in out else 0
+        return out[start:start + len(site) + 4]
+
+    bad = [s for s in jobs if path(s) != ["<task the-handler>"] + site + [
+        CREATED_BY, "<task job-%d>" % gen(s), "job"]]
+    assert total(bad) <= (1 - SHARE) * total(jobs), (
+        "%d of %d job samples not under %s" % (total(bad), total(jobs), ";".join(site))
+        + show(bad, header="offending stacks"))
+
+
+def test_requests_not_nested(recorded):
+    """No sample holds two request tasks; each request's samples show it alone."""
+    r, w = recorded
+    reqs = [s for s in r.of_pid(w.pid) if "request" in s.qualnames()]
+    assert total(reqs) >= 20, "too few samples in request()" + r.describe()
+    nested = [s for s in reqs if s.qualnames().count("request") > 1 or "[created by]" in s.frames]
+    assert not nested, "requests drawn under requests" + show(nested, header="offending")
+    stopped = [l for l in r.err_lines() if l.startswith("creation chains stopped: ")]
+    assert stopped and int(stopped[0].split()[3]) > 0, (
+        "--stats counts no chain stopped: the rule was never needed?" + r.describe())

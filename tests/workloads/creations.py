@@ -1,0 +1,69 @@
+"""Tasks made by other tasks that do not await them (Python 3.8+):
+
+- a handler task that makes a short fire-and-forget job, "job-N", every 0.4 s through
+  spawn_site(), and carries on;
+- a chain of requests, each made by the request before it in the middle of its work,
+  as a server makes its next keep-alive request in the previous one's send path.
+
+Prints {"site": [qualnames]}: the handler's frames where it makes a job, root first, as a
+profiler names them (the handler, spawn_site, and create_task's own frames where they are
+Python), then READY, and runs until killed."""
+import asyncio
+import sys
+import time
+import types
+
+from _wl import fact, qualname, ready
+
+
+def burn(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+async def job():
+    for _ in range(30):
+        burn(0.004)
+        await asyncio.sleep(0.001)
+
+
+def spawn_site(site, n):
+    if not site:
+        site.append(qualname(sys._getframe(1).f_code))
+        site.append(qualname(sys._getframe(0).f_code))
+        site.append(qualname(asyncio.create_task.__code__))
+        fn = getattr(asyncio.get_running_loop().create_task, "__func__", None)
+        if type(fn) is types.FunctionType:
+            site.append(qualname(fn.__code__))
+    return asyncio.create_task(job(), name="job-%d" % n)
+
+
+async def handler():
+    site = []
+    n = 0
+    while True:
+        spawn_site(site, n)
+        n += 1
+        if len(site) and not getattr(handler, "told", False):
+            handler.told = True
+            fact(site=site)
+            ready()
+        burn(0.002)
+        await asyncio.sleep(0.4)
+
+
+async def request(n):
+    burn(0.01)
+    asyncio.create_task(request(n + 1))
+    burn(0.01)
+    await asyncio.sleep(0.002)
+
+
+async def main():
+    asyncio.create_task(handler(), name="the-handler")
+    asyncio.create_task(request(0))
+    await asyncio.sleep(3600)
+
+
+asyncio.run(main())

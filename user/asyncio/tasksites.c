@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include <bpf/bpf.h>
+
+#include "hash.h"
+#include "tasksites.h"
+
+/* Direct-mapped: a site is asked for at each sample of its task while the task lives,
+ * and is written once, at the task's creation, so a miss is a map lookup at worst. */
+#define SITE_SLOTS 4096
+
+struct slot {
+	pid_t pid; /* 0: empty */
+	bool found;
+	uint64_t addr, serial;
+	struct task_site site;
+};
+
+struct tasksites {
+	int fd;
+	struct slot *slots;
+};
+
+struct tasksites *tasksites_new(void)
+{
+	struct tasksites *ts = calloc(1, sizeof(*ts));
+
+	if (ts)
+		ts->fd = -1;
+	return ts;
+}
+
+void tasksites_free(struct tasksites *ts)
+{
+	if (!ts)
+		return;
+	free(ts->slots);
+	free(ts);
+}
+
+void tasksites_set_map(struct tasksites *ts, int fd)
+{
+	ts->fd = fd;
+}
+
+const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
+				      uint64_t serial)
+{
+	struct task_key key = { .pid = pid, .addr = addr };
+	struct slot *e;
+
+	if (ts->fd < 0 || !serial)
+		return NULL;
+	if (!ts->slots && !(ts->slots = calloc(SITE_SLOTS, sizeof(*ts->slots))))
+		return NULL;
+	e = &ts->slots[hash_u64(addr ^ hash_u64(serial ^ (uint64_t)pid << 40)) & (SITE_SLOTS - 1)];
+	if (e->pid != pid || e->addr != addr || e->serial != serial) {
+		e->pid = pid;
+		e->addr = addr;
+		e->serial = serial;
+		/* the entry may be of an earlier task at that address: its serial tells */
+		e->found = !bpf_map_lookup_elem(ts->fd, &key, &e->site) &&
+			   e->site.serial == serial && e->site.nframes > 0 &&
+			   e->site.nframes <= SITE_FRAMES;
+	}
+	return e->found ? &e->site : NULL;
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Where tasks were created: the creator's frames the creation probe kept (task_sites),
+ * cached, for samples that show a task under its creator. */
+#ifndef ASYNCBPF_TASKSITES_H
+#define ASYNCBPF_TASKSITES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../../bpf/asyncbpf.h"
+
+struct tasksites;
+
+struct tasksites *tasksites_new(void);
+void tasksites_free(struct tasksites *ts);
+/* The sampler's task_sites map (its fd); -1 (the default): no sites known. */
+void tasksites_set_map(struct tasksites *ts, int fd);
+/* The creation site of the task at addr in pid that is numbered serial; NULL if unknown. */
+const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
+				      uint64_t serial);
+
+#endif

@@ -125,9 +125,9 @@ def test_threads_own_chain(threads, letter):
         "%d of %d samples of tid %d lack its chain" % (total(bad), total(mine), t["tid"])
         + "\nexpected: %s" % ";".join("%s (%s)" % tuple(f[:2]) for f in t["stack"])
         + show(bad, header="offending stacks"))
-    if t["named"]:
-        bad = [s for s in mine if s.tname != t["name"]]
-        assert not bad, "thread frame is not %r" % t["name"] + show(bad, header="offending")
+    # Python's name of the thread (Thread-N), not the OS name it set (worker-X)
+    bad = [s for s in mine if s.tname != t["pyname"]]
+    assert not bad, "thread frame is not %r" % t["pyname"] + show(bad, header="offending")
 
 
 def test_threads_no_foreign_chain(threads):

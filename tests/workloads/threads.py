@@ -1,8 +1,9 @@
 """Four CPU-bound threads, each in its own chain (chain_X1 -> chain_X2 -> spin_X), a fifth
 sleeping in time.sleep with the GIL released, and the main thread waiting.
 
-Prints one {"thread": ...} fact per thread (name, tid, ground-truth stack, whether the OS
-thread name could be set), then READY; runs until killed.
+Prints one {"thread": ...} fact per thread (name, the OS name it sets; pyname, the name
+Python gives it; tid, ground-truth stack, whether the OS thread name could be set), then
+READY; runs until killed.
 """
 import threading
 import time
@@ -18,6 +19,7 @@ def report(name, kind):
     named = _wl.set_thread_name(name)
     with lock:
         facts.append(dict(name=name, kind=kind, tid=_wl.native_id(), named=named,
+                          pyname=threading.current_thread().name,
                           stack=_wl.stack_of_caller(1)))
     started.wait()
 

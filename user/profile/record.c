@@ -20,7 +20,8 @@ int record_init(struct record *r)
 	r->syms = symtab_new();
 	r->names = tasknames_new();
 	r->sites = tasksites_new();
-	if (!r->prof || !r->syms || !r->names || !r->sites) {
+	r->threads = pythreads_new();
+	if (!r->prof || !r->syms || !r->names || !r->sites || !r->threads) {
 		record_fini(r);
 		return -ENOMEM;
 	}
@@ -33,6 +34,7 @@ void record_fini(struct record *r)
 	symtab_free(r->syms);
 	tasknames_free(r->names);
 	tasksites_free(r->sites);
+	pythreads_free(r->threads);
 	unwinder_free(r->unw);
 	free(r->targets);
 	memset(r, 0, sizeof(*r));
@@ -82,6 +84,7 @@ void record_del_target(struct record *r, pid_t pid)
 		return;
 	symtab_forget(r->syms, pid);
 	tasknames_forget(r->names, pid);
+	pythreads_forget(r->threads, pid);
 	if (r->unw)
 		unwinder_forget(r->unw, pid);
 	*tg = r->targets[--r->ntargets];
@@ -392,6 +395,16 @@ tasks:
 	return n;
 }
 
+/* Python's name of the sample's thread; where there is none, MainThread for the main
+ * thread (Python's name for it, threading imported or not), the OS name for others. */
+static const char *thread_name(struct record *r, struct target *tg, const struct sample_hdr *h,
+			       const char *comm)
+{
+	const char *name = pythreads_name(r->threads, &tg->t, h->tid, h->tstate);
+
+	return name ? name : h->tid == h->pid ? "MainThread" : comm;
+}
+
 /* A sample of tg that cannot be counted. */
 static void lost(struct record *r, struct target *tg)
 {
@@ -422,8 +435,8 @@ static void add_sample(struct record *r, struct target *tg, const struct py_samp
 	if (h->flags & SAMPLE_SUSPENDED)
 		ids[n++] = special(r, "[suspended tasks]");
 	else
-		ids[n++] = profile_frame(r->prof, FRAME_THREAD,
-					 h->tid == h->pid ? "MainThread" : comm, NULL, h->tid);
+		ids[n++] = profile_frame(r->prof, FRAME_THREAD, thread_name(r, tg, h, comm), NULL,
+					 h->tid);
 	if (h->flags & SAMPLE_TRUNCATED)
 		ids[n++] = special(r, "[truncated]");
 	else if (h->flags & SAMPLE_READ_ERR)

@@ -10,6 +10,7 @@
 #include "container.h"
 #include "profile.h"
 #include "pyproc.h"
+#include "pythreads.h"
 #include "symbolize.h"
 #include "tasknames.h"
 #include "tasksites.h"
@@ -38,6 +39,7 @@ struct record {
 	struct symtab *syms;
 	struct tasknames *names;
 	struct tasksites *sites;
+	struct pythreads *threads; /* Python's names of the threads */
 	struct target *targets;
 	size_t ntargets, cap;
 	uint64_t unknown_pid;	 /* samples of a pid no longer (or not yet) tracked */

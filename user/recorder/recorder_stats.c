@@ -89,6 +89,20 @@ static void print_task_support(const struct recorder *a, FILE *f)
 		a->origins_off_why, a->origins_off ? ")" : "");
 }
 
+/* Samples whose thread shows its OS name for a read that failed: none is a silent answer. */
+static void print_thread_names(const struct recorder *a, FILE *f)
+{
+	struct pythreads_stats ps;
+
+	pythreads_stats(a->rec.threads, &ps);
+	fprintf(f,
+		"thread names: %llu samples named by Python, %llu by their OS name for a failed "
+		"read%s%s%s; %llu reads of threading._active (%llu failed)\n",
+		(unsigned long long)ps.named, (unsigned long long)ps.unread,
+		ps.first_why[0] ? " (first: " : "", ps.first_why, ps.first_why[0] ? ")" : "",
+		(unsigned long long)ps.reads, (unsigned long long)ps.read_fails);
+}
+
 static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 {
 	struct ureader_stats st;
@@ -124,6 +138,7 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
 	fprintf(f, "task names unreadable: %llu\n",
 		(unsigned long long)tasknames_unreadable(a->rec.names));
+	print_thread_names(a, f);
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 }
@@ -229,6 +244,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		"task names unreadable: %llu (shown as <task ?>: the task had let the name go "
 		"before it could be read)\n",
 		(unsigned long long)tasknames_unreadable(a->rec.names));
+	print_thread_names(a, f);
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
 		symtab_bytes(a->rec.syms) >> 10, (unsigned long long)symtab_evicted(a->rec.syms));

@@ -389,7 +389,8 @@ static int dict_view(const struct objread *r, uint64_t dict, struct dict_view *v
 }
 
 /* 0 when the head of a str object (read in one piece with the others) shows it is not
- * key, 1 when it may be (the full string then decides). */
+ * key, 2 when it shows it is (a compact ASCII str that fits in the head), 1 when it may
+ * be (the full string then decides). */
 static int head_may_match(const struct objread *r, const uint8_t *head, const char *key,
 			  size_t klen)
 {
@@ -404,17 +405,18 @@ static int head_may_match(const struct objread *r, const uint8_t *head, const ch
 	memcpy(&len, head + l->unicode_length, 8);
 	if (!(state >> l->unicode_compact_bit & 1) || !(state >> l->unicode_ascii_bit & 1))
 		return 1;
-	return len == (int64_t)klen && !memcmp(head + hlen, key, klen);
+	return len == (int64_t)klen && !memcmp(head + hlen, key, klen) ? 2 : 0;
 }
 
 /* Module and instance dicts are looked up by name on every task snapshot: the heads of
- * all keys come in one batched read, and only a key whose head matches is read whole. */
+ * all keys come in one batched read, and only a key whose head may match is read whole.
+ * *at (when at) gets the address the value was read from. */
 static int view_get(const struct objread *r, const struct dict_view *v, const char *key,
-		    uint64_t *value)
+		    uint64_t *value, uint64_t *at)
 {
 	size_t n = (size_t)v->nentries, klen = strlen(key);
 	uint8_t *buf, *heads = NULL, *ok = NULL;
-	uint64_t *keys = NULL, val = 0;
+	uint64_t *keys = NULL, val = 0, where = 0;
 	int ret = -ENOMEM;
 
 	if (!n)
@@ -433,22 +435,27 @@ static int view_get(const struct objread *r, const struct dict_view *v, const ch
 		goto out;
 	ret = -ENOENT;
 	for (size_t i = 0; i < n && ret == -ENOENT; i++) {
-		if (!keys[i] || (ok[i] && !head_may_match(r, heads + i * KEY_HEAD, key, klen)))
-			continue;
+		int head = ok[i] ? head_may_match(r, heads + i * KEY_HEAD, key, klen) : 1;
+
 		/* non-str keys and unreadable ones are simply not it */
-		if (str_equals(r, keys[i], key) != 1)
+		if (!keys[i] || !head || (head == 1 && str_equals(r, keys[i], key) != 1))
 			continue;
 		if (v->values) {
-			ret = obj_ptr(r, v->values + i * 8, &val);
+			where = v->values + i * 8;
+			ret = obj_ptr(r, where, &val);
 		} else {
+			where = v->entries + i * v->esize + v->evalue;
 			memcpy(&val, buf + i * v->esize + v->evalue, 8);
 			ret = 0;
 		}
 		if (!ret && !val)
 			ret = -ENOENT; /* a deleted entry */
 	}
-	if (!ret)
+	if (!ret) {
 		*value = val;
+		if (at)
+			*at = where;
+	}
 out:
 	free(buf);
 	free(keys);
@@ -457,12 +464,18 @@ out:
 	return ret;
 }
 
-int obj_dict_get(const struct objread *r, uint64_t dict, const char *key, uint64_t *value)
+static int dict_get_at(const struct objread *r, uint64_t dict, const char *key, uint64_t *value,
+		       uint64_t *at)
 {
 	struct dict_view v;
 	int ret = dict_view(r, dict, &v);
 
-	return ret ? ret : view_get(r, &v, key, value);
+	return ret ? ret : view_get(r, &v, key, value, at);
+}
+
+int obj_dict_get(const struct objread *r, uint64_t dict, const char *key, uint64_t *value)
+{
+	return dict_get_at(r, dict, key, value, NULL);
 }
 
 struct items_ctx {
@@ -501,7 +514,7 @@ int obj_dict_items(const struct objread *r, uint64_t dict, uint64_t *keys, uint6
 /* An instance's attributes that live in values shared-key style (3.11+ without a
  * materialised dict): keys in the heap type's cached keys. */
 static int split_get(const struct objread *r, uint64_t type, uint64_t values, const char *name,
-		     uint64_t *value)
+		     uint64_t *value, uint64_t *at)
 {
 	struct dict_view v;
 	uint64_t keys;
@@ -514,11 +527,11 @@ static int split_get(const struct objread *r, uint64_t type, uint64_t values, co
 	if (ret)
 		return ret;
 	v.values = values + r->m->values_values;
-	return view_get(r, &v, name, value);
+	return view_get(r, &v, name, value, at);
 }
 
 static int instdict_get(const struct objread *r, uint64_t obj, uint64_t type, uint64_t flags,
-			const char *name, uint64_t *value)
+			const char *name, uint64_t *value, uint64_t *at)
 {
 	const struct py_objmodel *m = r->m;
 	uint64_t dict = 0, values = 0;
@@ -538,7 +551,7 @@ static int instdict_get(const struct objread *r, uint64_t obj, uint64_t type, ui
 			return -ENOENT;
 		ret = obj_ptr(r, obj - 3 * 8, &dict);
 		if (!ret && !dict && !(ret = obj_ptr(r, obj - 4 * 8, &values)) && values)
-			return split_get(r, type, values, name, value);
+			return split_get(r, type, values, name, value, at);
 		break;
 	case PY_INSTDICT_TAGGED:
 		if (!(flags & m->flag_managed_dict))
@@ -546,7 +559,7 @@ static int instdict_get(const struct objread *r, uint64_t obj, uint64_t type, ui
 		ret = obj_ptr(r, obj - 3 * 8, &dict);
 		/* the values pointer is stored minus one, which sets the tag bit */
 		if (!ret && (dict & 1))
-			return split_get(r, type, dict + 1, name, value);
+			return split_get(r, type, dict + 1, name, value, at);
 		break;
 	case PY_INSTDICT_INLINE:
 		if (!(flags & m->flag_managed_dict))
@@ -563,7 +576,7 @@ static int instdict_get(const struct objread *r, uint64_t obj, uint64_t type, ui
 			if ((ret = rd(r, obj + basicsize + 3, &valid, 1)))
 				return ret;
 			if (valid)
-				return split_get(r, type, obj + basicsize, name, value);
+				return split_get(r, type, obj + basicsize, name, value, at);
 		}
 		break;
 	default:
@@ -573,11 +586,11 @@ static int instdict_get(const struct objread *r, uint64_t obj, uint64_t type, ui
 		return ret;
 	if (!dict)
 		return -ENOENT;
-	return obj_dict_get(r, dict, name, value);
+	return dict_get_at(r, dict, name, value, at);
 }
 
 static int slots_get(const struct objread *r, uint64_t obj, uint64_t type, const char *name,
-		     uint64_t *value)
+		     uint64_t *value, uint64_t *where)
 {
 	const struct py_objmodel *m = r->m;
 
@@ -599,6 +612,8 @@ static int slots_get(const struct objread *r, uint64_t obj, uint64_t type, const
 				break;
 			if (off <= 0 || off > 65536)
 				return -EINVAL;
+			if (where)
+				*where = obj + off;
 			ret = obj_ptr(r, obj + off, value);
 			if (!ret && !*value)
 				return -ENOENT; /* unset slot */
@@ -610,7 +625,8 @@ static int slots_get(const struct objread *r, uint64_t obj, uint64_t type, const
 	return -ENOENT;
 }
 
-int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_t *value)
+int obj_getattr_at(const struct objread *r, uint64_t obj, const char *name, uint64_t *value,
+		   uint64_t *at)
 {
 	uint64_t type, flags;
 	int ret;
@@ -620,10 +636,15 @@ int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_
 	ret = type_flags(r, obj, &type, &flags);
 	if (ret)
 		return ret;
-	ret = instdict_get(r, obj, type, flags, name, value);
+	ret = instdict_get(r, obj, type, flags, name, value, at);
 	if (ret != -ENOENT)
 		return ret;
-	return slots_get(r, obj, type, name, value);
+	return slots_get(r, obj, type, name, value, at);
+}
+
+int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_t *value)
+{
+	return obj_getattr_at(r, obj, name, value, NULL);
 }
 
 static int sys_modules(const struct objread *r, uint64_t *modules)

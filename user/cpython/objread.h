@@ -75,6 +75,9 @@ int obj_dict_items(const struct objread *r, uint64_t dict, uint64_t *keys, uint6
 /* An instance attribute: the instance dict (whatever the version keeps it as), then
  * __slots__ members along the type's bases. -ENOENT if absent. */
 int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_t *value);
+/* The same, and *at the address the value was read from (to read it again, live). */
+int obj_getattr_at(const struct objread *r, uint64_t obj, const char *name, uint64_t *value,
+		   uint64_t *at);
 
 /* sys.modules[name] of the main interpreter, and a module's global. */
 int obj_module(const struct objread *r, const char *name, uint64_t *module);

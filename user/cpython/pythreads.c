@@ -58,6 +58,7 @@ struct pythreads {
 	struct pt_proc *procs;
 	size_t nprocs, cap;
 	struct obj_types *types; /* for one read */
+	struct obj_pages *pages; /* for one read, allocated at the first */
 	struct pythreads_stats st;
 };
 
@@ -106,6 +107,7 @@ void pythreads_free(struct pythreads *pt)
 		free_proc(&pt->procs[i]);
 	free(pt->procs);
 	free(pt->types);
+	free(pt->pages);
 	free(pt);
 }
 
@@ -180,17 +182,18 @@ static char *cap_name(char *s)
 	return out;
 }
 
-/* A Thread's _name. The pointer is read again after the text: a thread renamed meanwhile
- * may have freed the str read, and its memory may hold another object's text by then. */
+/* A Thread's _name. The pointer, read through the read's pages, is read again from memory
+ * after the text (read from memory): a thread renamed meanwhile may have freed the str,
+ * and its memory may hold another object's text by then. */
 static int thread_name(const struct objread *r, uint64_t thread, char **out)
 {
-	uint64_t name, again;
-	int ret = obj_getattr(r, thread, "_name", &name);
+	uint64_t name, at, again;
+	int ret = obj_getattr_at(r, thread, "_name", &name, &at);
 
 	*out = NULL;
 	if (!ret)
 		ret = obj_str(r, name, out);
-	if (!ret && (ret = obj_getattr(r, thread, "_name", &again)) == 0 && again != name)
+	if (!ret && (ret = mem_read(r->pid, at, &again, sizeof(again))) == 0 && again != name)
 		ret = -EAGAIN;
 	if (ret) {
 		free(*out);
@@ -244,8 +247,15 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 	}
 	p->tried_at = now;
 	pt->st.reads++;
+	/* most of what a read needs lies on a few pages: a Thread, its dict, its ints */
+	if (!pt->pages && !(pt->pages = malloc(sizeof(*pt->pages)))) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(pt->pages->addr, 0, sizeof(pt->pages->addr));
 	memset(pt->types, 0, sizeof(*pt->types));
 	r.types = pt->types;
+	r.pages = pt->pages;
 	ret = obj_module(&r, "threading", &module);
 	if (ret == -ENOENT || ret == -EAGAIN) {
 		ret = 0; /* threading not imported (yet): no thread has a name of Python's */

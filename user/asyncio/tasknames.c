@@ -162,7 +162,8 @@ static int long_name(const char *raw, char *buf, size_t len)
 	return 0;
 }
 
-/* Without an object model (3.14): a str or an int, told apart by exact type. */
+/* Without an object model (a release none was generated for, or one whose
+ * _Py_DebugOffsets disagree with it: pyproc.c): a str or an int, told apart by exact type. */
 static void name_by_type(const struct py_target *t, uint64_t obj, char *buf, size_t len)
 {
 	uint64_t type;

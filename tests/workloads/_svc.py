@@ -191,6 +191,24 @@ def held_name(task):
     return None, False
 
 
+QUALNAME_RE = re.compile(r"^[A-Za-z_]\w*(\.(<locals>|[A-Za-z_]\w*))*$")
+
+
+def module_qualname(name):
+    """The qualname part of name if it is `module.qualname` of a loaded module, else None:
+    anyio's names when the coroutine named is not (or no longer, or not yet) in the
+    task's chain (anyio 4.14+ runs it under TaskHandle._run_coro)."""
+    if name not in _MODULE_QUALNAMES:
+        _MODULE_QUALNAMES[name] = next(
+            (name[len(mod) + 1:] for mod in sorted(sys.modules, key=len, reverse=True)
+             if mod and name.startswith(mod + ".") and QUALNAME_RE.match(name[len(mod) + 1:])),
+            None)
+    return _MODULE_QUALNAMES[name]
+
+
+_MODULE_QUALNAMES = {}
+
+
 def coroutine_chain(task):
     """The coroutines a task runs, outermost first (following cr_await)."""
     out = []
@@ -221,8 +239,8 @@ def scan(assigned):
         if name is None or lazy or m or name in assigned:
             continue
         auto = next((q for mod, q in chain if "%s.%s" % (mod, q) == name), None)
-        if auto:
-            SEEN["auto_names"][name] = auto
+        if auto or module_qualname(name):
+            SEEN["auto_names"][name] = auto or module_qualname(name)
         else:
             SEEN["library_names"][name] = chain[0][1] if chain else None
 
@@ -363,7 +381,8 @@ def write_truth(path, **extra):
         "renames": NAMES.renames,
         "assigned_names": sorted(assigned_names()),
         "auto_names": SEEN["auto_names"],
-        "library_names": SEEN["library_names"],
+        "library_names": {k: v for k, v in SEEN["library_names"].items()
+                          if k not in SEEN["auto_names"]},
         "task_coroutines": sorted(SEEN["task_coroutines"]),
         "max_task_number": SEEN["max_task_number"],
         "requests": REQUESTS,

@@ -28,6 +28,7 @@ import sys
 import time
 
 import redis.asyncio as aioredis
+import redis.asyncio.connection as aioredis_connection
 from aiohttp import web
 
 from _svc import (LEDGER, NAME_EMOJI, NAME_LATIN1_100, NAMES, V, arguments, count_request,
@@ -186,7 +187,12 @@ async def kick_refresh(request):
 
 
 async def setup_redis():
-    r = aioredis.Redis(unix_socket_path=ARGS.redis, max_connections=16)
+    # a pool that makes a request wait for a free connection (the default one fails with
+    # "Too many connections" once max_connections are in use)
+    pool = aioredis.BlockingConnectionPool(
+        connection_class=aioredis_connection.UnixDomainSocketConnection, path=ARGS.redis,
+        max_connections=16, timeout=30)
+    r = aioredis.Redis(connection_pool=pool)
     await r.flushdb()
     await r.rpush("items", *["sku-%05d-blue-widget" % i for i in range(300)])
     for k in range(3):
@@ -221,7 +227,8 @@ async def main():
     for t in background:
         t.cancel()
     await runner.cleanup()
-    await REDIS["r"].close()
+    r = REDIS["r"]
+    await (r.aclose() if hasattr(r, "aclose") else r.close())  # redis 5 renamed it
 
 
 if __name__ == "__main__":

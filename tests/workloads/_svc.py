@@ -310,7 +310,7 @@ async def stats_compactor():
 async def session_sweeper():
     serve_as(None)
     task = asyncio.current_task()
-    sessions = {"s%05d" % i: (float(i % 600), i) for i in range(6000)}
+    sessions = {"s%05d" % i: (float(i % 600), i) for i in range(20000)}
     flip = time.monotonic() + RENAME_EVERY
     n = 0
     while True:

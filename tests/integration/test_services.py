@@ -140,6 +140,7 @@ class Run:
         self.workload_err = ""
         self.elapsed = 0.0
         self.facts = []
+        self.phases = []  # (what, seconds since the start)
 
     def parse(self, text):
         for line in text.split("\n"):
@@ -173,10 +174,11 @@ class Run:
 
     def describe(self):
         return ("\n[%s on %s: %d samples of pid %d in %d stacks, %d lost; recorder exit %s; "
-                "wrk %d requests]" % (self.svc.name, self.interp.id,
-                                      sum(s.count for s in self.mine), self.truth["pid"],
-                                      len(self.mine), self.lost, self.rec_rc,
-                                      self.wrk.requests if self.wrk else -1))
+                "wrk %d requests; %s]" % (self.svc.name, self.interp.id,
+                                          sum(s.count for s in self.mine), self.truth["pid"],
+                                          len(self.mine), self.lost, self.rec_rc,
+                                          self.wrk.requests if self.wrk else -1,
+                                          ", ".join("%s %.0fs" % p for p in self.phases)))
 
 
 def _missing_modules(interp, modules):
@@ -240,6 +242,7 @@ def run(request, root_record_bin, tmp_path_factory):
         threading.Thread(target=_drain, args=(w.proc.stdout, stdout), daemon=True).start()
         r.facts = list(w.facts)
         port = w.fact("port")
+        r.phases.append(("ready", time.monotonic() - t0))
         try:
             for path in svc.paths:  # every route answers before the load starts
                 with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path),
@@ -249,16 +252,20 @@ def run(request, root_record_bin, tmp_path_factory):
                           "-d", str(LOAD_SECONDS + 300), "--stats", "-o", out_path]
             rec = subprocess.Popen(r.rec_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             wait_sampling(rec)
+            r.phases.append(("sampling", time.monotonic() - t0))
             w.send("mark begin")
             started = time.monotonic()
             wrk, wrk_argv = wrk_start(port, svc.paths, LOAD_SECONDS, workdir=d)
             r.wrk = wrk_finish(wrk, wrk_argv, started, (LOAD_SECONDS + 120) * TIMEOUT_SCALE)
             w.send("mark end")
+            r.phases.append(("load done", time.monotonic() - t0))
             rec.send_signal(signal.SIGINT)
             _, rec_err = rec.communicate(timeout=RECORD_TIMEOUT * TIMEOUT_SCALE)
             r.rec_rc, r.rec_err = rec.returncode, rec_err.decode(errors="replace")
+            r.phases.append(("recorded", time.monotonic() - t0))
             w.send("stop")
             w.proc.wait(timeout=60 * TIMEOUT_SCALE)
+            r.phases.append(("stopped", time.monotonic() - t0))
         finally:
             for p in (wrk, rec):
                 if p is not None and p.poll() is None:
@@ -435,6 +442,32 @@ def test_helpers_under_their_function(run):
             bad.append("%s: under %s in %.1f%% of %d samples; e.g. (%d samples) %s" % (
                 h, sorted(anchors), 100 * share, n, ex.count, ex.short(700)))
     assert not bad, "helpers not under their function:\n  " + "\n  ".join(bad) + run.describe()
+
+
+def test_renamed_task(run):
+    """The task that renames itself every 10 s (set_name) shows, in front of its coroutine,
+    each name it held for at least 3 s of the recording: names are read as they are when
+    the sample is taken."""
+    b, e = run.truth["marks"]["begin"]["t"], run.truth["marks"]["end"]["t"]
+    renames = run.truth["renames"]
+    initial = [n["name"] for n in run.truth["named"] if n["kind"] == "renamed" and n["count"]]
+    held = [(float("-inf"), initial[0])] + [(r["t"], r["to"]) for r in renames]
+    want = set()
+    for i, (t, name) in enumerate(held):
+        until = held[i + 1][0] if i + 1 < len(held) else float("inf")
+        if min(until, e) - max(t, b) >= 3:
+            want.add(name)
+    assert len(want) >= 2, "the task held fewer than 2 names for 3 s of the recording " \
+        "(%.1f-%.1fs; renames %s): it tests nothing" % (b, e, renames)
+    shown = {}
+    for s in run.mine:
+        i = s.index("session_sweeper")
+        if i and Stack.task(s.frames[i - 1]) is not None:
+            name = Stack.task(s.frames[i - 1])
+            shown[name] = shown.get(name, 0) + s.count
+    missing = want - set(shown)
+    assert not missing, "names the renamed task held for 3 s or more not shown: %s; shown " \
+        "in front of session_sweeper: %s%s" % (sorted(missing), shown, run.describe())
 
 
 def test_worker_helpers_present(run):

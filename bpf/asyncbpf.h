@@ -116,12 +116,23 @@ enum name_kind {
 };
 
 /* Key of task_names: a task keeps one entry per name object it held, so that a rename
- * does not take the copy from under the samples that showed the old name. */
+ * does not take the copy from under the samples that showed the old name, and a new task
+ * at the same address (with a name at the same address) has its own. */
 struct name_key {
 	__u32 pid;
 	__u32 pad;
 	__u64 task;
 	__u64 name_obj;
+	__u64 serial;
+};
+
+/* Key of task_sites: a task's address is soon another task's, whose site must not
+ * replace the one its predecessor's samples still ask for. */
+struct site_key {
+	__u32 pid;
+	__u32 pad;
+	__u64 task;
+	__u64 serial;
 };
 
 /* A task's name as copied once per serial and name object (the task_names map): while a

@@ -87,19 +87,20 @@ const struct name_ent no_name;
 /* the name cache pywalk.h declares; key is somewhere other than the stack, which the walk
  * has used up: each includer says where (NAME_KEY(r)) */
 static __always_inline struct name_ent *name_lookup(struct name_key *key, __u32 pid, __u64 task,
-						    __u64 name)
+						    __u64 name, __u64 serial)
 {
 	key->pid = pid;
 	key->pad = 0;
 	key->task = task;
 	key->name_obj = name;
+	key->serial = serial;
 	return bpf_map_lookup_elem(&task_names, key);
 }
 
 static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 task, __u64 serial,
 					  __u64 name, __u32 *kind, char *buf)
 {
-	struct name_ent *c = name_lookup(NAME_KEY(r), pid, task, name);
+	struct name_ent *c = name_lookup(NAME_KEY(r), pid, task, name, serial);
 
 	if (!c || c->serial != serial || c->name_obj != name)
 		return 0;
@@ -111,10 +112,10 @@ static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 
 }
 
 static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 pid, __u64 task,
-						     __u64 name)
+						     __u64 name, __u64 serial)
 {
 	struct name_key *key = NAME_KEY(r);
-	struct name_ent *c = name_lookup(key, pid, task, name);
+	struct name_ent *c = name_lookup(key, pid, task, name, serial);
 
 	if (!c) {
 		bpf_map_update_elem(&task_names, key, &no_name, BPF_NOEXIST);

@@ -648,7 +648,7 @@ static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc 
 static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 task, __u64 serial,
 					  __u64 name, __u32 *kind, char *buf);
 static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 pid, __u64 task,
-						     __u64 name);
+						     __u64 name, __u64 serial);
 #endif
 
 static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p, __u32 pid,
@@ -691,9 +691,11 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 				*kind = NAME_ASCII;
 		}
 #ifdef PW_NAME_CACHE
-		else if (serial && (w <= 2 || w == 4) && (c = pw_name_slot(r, pid, task, name))) {
-			/* the entry is filled in place: a reader that sees serial 0 ignores it */
-			c->serial = 0;
+		/* a task of no known serial (0) is copied at each sample, never found */
+		else if ((w <= 2 || w == 4) && (c = pw_name_slot(r, pid, task, name, serial))) {
+			/* filled in place: a reader ignores it until kind says NAME_CACHED */
+			c->kind = NAME_NONE;
+			c->serial = serial;
 			c->length = v > 0xffffffff ? 0xffffffff : v;
 			c->width = w ? w : 1;
 			c->nchars = v < TASK_NAME_MAX ? v : TASK_NAME_MAX;
@@ -704,16 +706,15 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 			if (pw_read(r, c->chars, v,
 				    name + (w ? y->unicode_compact_size : y->unicode_ascii_size)))
 				return name;
-			c->kind = NAME_CACHED;
 			c->name_obj = name;
-			c->serial = serial;
+			c->kind = NAME_CACHED;
 			*kind = NAME_CACHED;
 			return name;
 		}
 #endif
 	}
 #ifdef PW_NAME_CACHE
-	if (serial && *kind != NAME_NONE && (c = pw_name_slot(r, pid, task, name))) {
+	if (serial && *kind != NAME_NONE && (c = pw_name_slot(r, pid, task, name, serial))) {
 		c->serial = 0;
 		c->kind = *kind;
 		__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
@@ -835,6 +836,7 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 	const struct py_proc *p = w->p;
 	const struct task_link *link;
 	struct task_rec *next;
+	__u64 waiter = 0;
 	int alive;
 
 	link = pw_task_link(w->pid, w->cur);
@@ -849,6 +851,11 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
 	alive = pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial);
+	/* a creator that awaits the task now (aiohttp's connection task its request) is drawn
+	 * as an awaiter, as it is once a snapshot has seen it */
+	if (alive > 0 && link->kind == LINK_ORIGIN &&
+	    !pw_read(w->r, &waiter, 8, w->cur + p->async.task_fut_waiter) && waiter == t->addr)
+		w->cur_flags = 0;
 	if (alive <= 0) {
 		/* copied now: no pointer is kept from one step to the next (the bounded
 		 * loops keep their state in a map) */

@@ -48,7 +48,7 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1 << 15);
-	__type(key, struct task_key);
+	__type(key, struct site_key);
 	__type(value, struct task_site);
 } task_sites SEC(".maps");
 
@@ -69,8 +69,9 @@ struct scratch {
 	struct pw_scratch pw;
 	struct py_proc proc; /* the walked process's, copied: see pwbounded.h */
 	struct pw_loops loops;
-	__u64 serials; /* tasks numbered on this CPU (task_init) */
+	__u64 serials;	       /* tasks numbered on this CPU (task_init) */
 	struct task_site site; /* task_init's, built here: too big for the stack */
+	struct site_key site_key;
 	/* off the stack, which this program and its loops' frames share (512 bytes on 6.1
 	 * and 5.10, with none to spare): walk_thread's result and the sample's start */
 	bool looked_up;
@@ -291,7 +292,11 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	if (bpf_probe_read_kernel(sc->site.frames, sizeof(sc->site.frames),
 				  &sc->s.frames[first & (MAX_FRAMES - 1)]))
 		return 0;
-	bpf_map_update_elem(&task_sites, &key, &sc->site, BPF_ANY);
+	sc->site_key.pid = pid;
+	sc->site_key.pad = 0;
+	sc->site_key.task = self;
+	sc->site_key.serial = id_new.serial;
+	bpf_map_update_elem(&task_sites, &sc->site_key, &sc->site, BPF_ANY);
 	return 0;
 }
 

@@ -34,7 +34,7 @@ struct tasknames {
 	struct text_ent *text;
 	size_t text_used;
 	int map_fd;
-	uint64_t unreadable;
+	uint64_t unreadable, unreadable_gone, unreadable_copy;
 };
 
 struct tasknames *tasknames_new(void)
@@ -77,8 +77,12 @@ void tasknames_set_map(struct tasknames *tn, int fd)
 	tn->map_fd = fd;
 }
 
-uint64_t tasknames_unreadable(const struct tasknames *tn)
+uint64_t tasknames_unreadable(const struct tasknames *tn, uint64_t *gone, uint64_t *copy)
 {
+	if (gone)
+		*gone = tn->unreadable_gone;
+	if (copy)
+		*copy = tn->unreadable_copy;
 	return tn->unreadable;
 }
 
@@ -311,7 +315,10 @@ static struct text_ent *text_find(struct tasknames *tn, pid_t pid, const struct 
 static int from_map(struct tasknames *tn, const struct py_target *t, const struct task_rec *task,
 		    char *buf, size_t len)
 {
-	struct name_key key = { .pid = t->pid, .task = task->addr, .name_obj = task->name_obj };
+	struct name_key key = { .pid = t->pid,
+				.task = task->addr,
+				.name_obj = task->name_obj,
+				.serial = task->serial };
 	struct name_ent e;
 
 	if (tn->map_fd < 0 || bpf_map_lookup_elem(tn->map_fd, &key, &e) || e.kind != NAME_CACHED ||
@@ -332,17 +339,19 @@ int tasknames_sample(struct tasknames *tn, const struct py_target *t, const stru
 		task_name(t, task, buf, len);
 		return 0;
 	case NAME_CACHED:
-		e = text_find(tn, t->pid, task, false);
+		/* without a serial the copy is the sample's own, kept by nothing else */
+		e = task->serial ? text_find(tn, t->pid, task, false) : NULL;
 		if (e && e->text) {
 			snprintf(buf, len, "%s", e->text);
 			return 0;
 		}
 		if (!from_map(tn, t, task, buf, len)) {
-			e = text_find(tn, t->pid, task, true);
+			e = task->serial ? text_find(tn, t->pid, task, true) : NULL;
 			if (e && !e->text)
 				e->text = strdup(buf);
 			return 0;
 		}
+		tn->unreadable_gone++;
 		break;
 	default:
 		/* the userspace readers copy no long name: read it now, if the task still
@@ -356,6 +365,7 @@ int tasknames_sample(struct tasknames *tn, const struct py_target *t, const stru
 			    still_named(t, task->addr, task->name_obj)) {
 				snprintf(buf, len, "%s", s);
 				free(s);
+				tn->unreadable_copy--;
 				return 0;
 			}
 			free(s);

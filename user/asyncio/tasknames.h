@@ -39,8 +39,9 @@ void tasknames_set_map(struct tasknames *tn, int fd);
  * proven the task's (the task let it go, the copy was replaced): then "?", counted. */
 int tasknames_sample(struct tasknames *tn, const struct py_target *t, const struct task_rec *task,
 		     char *buf, size_t len);
-/* Sampled names that were "?". */
-uint64_t tasknames_unreadable(const struct tasknames *tn);
+/* Sampled names that were "?"; of them *gone had a copy that was replaced or evicted
+ * before it was read, *copy none (the walk could not read the name). */
+uint64_t tasknames_unreadable(const struct tasknames *tn, uint64_t *gone, uint64_t *copy);
 
 /* 1 the first time this task identity heads a chain (no known parent), else 0. */
 int tasknames_root(struct tasknames *tn, const struct py_target *t, const struct task_rec *task);

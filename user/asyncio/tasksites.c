@@ -21,6 +21,7 @@ struct slot {
 struct tasksites {
 	int fd;
 	struct slot *slots;
+	uint64_t absent, replaced; /* lookups that found no site, another task's */
 };
 
 struct tasksites *tasksites_new(void)
@@ -48,11 +49,12 @@ void tasksites_set_map(struct tasksites *ts, int fd)
 const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
 				      uint64_t serial)
 {
-	struct task_key key = { .pid = pid, .addr = addr };
+	struct site_key key = { .pid = pid, .task = addr, .serial = serial };
 	struct slot *e;
 
-	if (ts->fd < 0 || !serial)
+	if (ts->fd < 0 || !serial) {
 		return NULL;
+	}
 	if (!ts->slots && !(ts->slots = calloc(SITE_SLOTS, sizeof(*ts->slots))))
 		return NULL;
 	e = &ts->slots[hash_u64(addr ^ hash_u64(serial ^ (uint64_t)pid << 40)) & (SITE_SLOTS - 1)];
@@ -61,9 +63,20 @@ const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t 
 		e->addr = addr;
 		e->serial = serial;
 		/* the entry may be of an earlier task at that address: its serial tells */
-		e->found = !bpf_map_lookup_elem(ts->fd, &key, &e->site) &&
-			   e->site.serial == serial && e->site.nframes > 0 &&
-			   e->site.nframes <= SITE_FRAMES;
+		if (bpf_map_lookup_elem(ts->fd, &key, &e->site)) {
+			ts->absent++;
+			e->found = false;
+		} else {
+			e->found = e->site.serial == serial && e->site.nframes > 0 &&
+				   e->site.nframes <= SITE_FRAMES;
+			ts->replaced += !e->found;
+		}
 	}
 	return e->found ? &e->site : NULL;
+}
+
+void tasksites_misses(const struct tasksites *ts, uint64_t *absent, uint64_t *replaced)
+{
+	*absent = ts->absent;
+	*replaced = ts->replaced;
 }

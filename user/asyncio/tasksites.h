@@ -19,4 +19,7 @@ void tasksites_set_map(struct tasksites *ts, int fd);
 const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
 				      uint64_t serial);
 
+/* Sites looked up and not there (evicted, or never made), or another task's. */
+void tasksites_misses(const struct tasksites *ts, uint64_t *absent, uint64_t *replaced);
+
 #endif

@@ -563,7 +563,9 @@ int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct 
 
 int sampler_set_name(struct sampler *s, pid_t pid, uint64_t task, const struct name_ent *e)
 {
-	struct name_key key = { .pid = pid, .task = task, .name_obj = e->name_obj };
+	struct name_key key = {
+		.pid = pid, .task = task, .name_obj = e->name_obj, .serial = e->serial
+	};
 
 	return bpf_map__update_elem(s->o.maps.task_names, &key, sizeof(key), e, sizeof(*e),
 				    BPF_ANY);

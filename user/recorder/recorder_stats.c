@@ -137,7 +137,7 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 	print_task_support(a, f);
 	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
 	fprintf(f, "task names unreadable: %llu\n",
-		(unsigned long long)tasknames_unreadable(a->rec.names));
+		(unsigned long long)tasknames_unreadable(a->rec.names, NULL, NULL));
 	print_thread_names(a, f);
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
@@ -232,18 +232,29 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
-	fprintf(f,
-		"creators without their creation site: %llu (not drawn: the site was evicted, or "
-		"the task made before the recording)\n",
-		(unsigned long long)a->rec.sites_unknown);
+	{
+		uint64_t absent, replaced;
+
+		tasksites_misses(a->rec.sites, &absent, &replaced);
+		fprintf(f,
+			"creators without their creation site: %llu (not drawn; sites looked up "
+			"and "
+			"absent %llu, of another task %llu)\n",
+			(unsigned long long)a->rec.sites_unknown, (unsigned long long)absent,
+			(unsigned long long)replaced);
+	}
 	fprintf(f,
 		"creation chains stopped: %llu (a task made by a task running the same "
 		"coroutine function: a server's next request)\n",
 		(unsigned long long)a->rec.creation_cuts);
-	fprintf(f,
-		"task names unreadable: %llu (shown as <task ?>: the task had let the name go "
-		"before it could be read)\n",
-		(unsigned long long)tasknames_unreadable(a->rec.names));
+	{
+		uint64_t gone, copy, n = tasknames_unreadable(a->rec.names, &gone, &copy);
+
+		fprintf(f,
+			"task names unreadable: %llu (shown as <task ?>: %llu copies replaced or "
+			"evicted before they were read, %llu names the walk could not read)\n",
+			(unsigned long long)n, (unsigned long long)gone, (unsigned long long)copy);
+	}
 	print_thread_names(a, f);
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),

@@ -213,9 +213,9 @@ struct task_link {
 #define SITE_FRAMES 24 /* creator frames kept per creation site */
 
 /* Where a task was created (task_sites, keyed by the new task): its creator's frames at
- * that moment, innermost first, from the create call out to the creator's coroutine.
- * When there are more, the outermost SITE_FRAMES are kept and more says how many of the
- * innermost (the create call's side) are not. */
+ * that moment, innermost first, from the create call out to the creator's coroutine,
+ * always last. When there are more, the innermost SITE_FRAMES - 1 and the coroutine's are
+ * kept, and more says how many between them are not. */
 struct task_site {
 	__u64 serial; /* the created task's */
 	__u32 nframes;

@@ -240,7 +240,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	struct pw_reader *rd;
 	__s64 nargs = 0;
 	__u64 coro = 0;
-	__u32 first;
+	__u32 more;
 
 	if (!proc || !proc->async.yf_kind || !proc->async.tuple_items)
 		return 0;
@@ -282,16 +282,16 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	/* the creation site: thread frames 0 (the create call) to f.idx (the creator's
-	 * coroutine), the outermost SITE_FRAMES of them */
-	first = f.idx >= SITE_FRAMES ? f.idx + 1 - SITE_FRAMES : 0;
+	 * coroutine); of more than SITE_FRAMES, the innermost and the coroutine's */
 	if (f.idx >= MAX_FRAMES)
 		return 0;
+	more = f.idx >= SITE_FRAMES ? f.idx + 1 - SITE_FRAMES : 0;
 	sc->site.serial = id_new.serial;
-	sc->site.nframes = f.idx + 1 - first;
-	sc->site.more = first;
-	if (bpf_probe_read_kernel(sc->site.frames, sizeof(sc->site.frames),
-				  &sc->s.frames[first & (MAX_FRAMES - 1)]))
-		return 0;
+	sc->site.nframes = f.idx + 1 - more;
+	sc->site.more = more;
+	__builtin_memcpy(sc->site.frames, sc->s.frames, sizeof(sc->site.frames));
+	if (more)
+		sc->site.frames[SITE_FRAMES - 1] = sc->s.frames[f.idx & (MAX_FRAMES - 1)];
 	sc->site_key.pid = pid;
 	sc->site_key.pad = 0;
 	sc->site_key.task = self;

@@ -61,3 +61,46 @@ def test_requests_not_nested(recorded):
     stopped = [l for l in r.err_lines() if l.startswith("creation chains stopped: ")]
     assert stopped and int(stopped[0].split()[3]) > 0, (
         "--stats counts no chain stopped: the rule was never needed?" + r.describe())
+
+
+def test_deep_site_cut_counted(recorded):
+    """A creation site deeper than 24 frames: the creator's coroutine frame, "[N more
+    frames]", then the innermost frames down to the create call; N and the frames shown
+    add up to the site the workload recorded."""
+    r, w = recorded
+    site = w.fact("deep_site")
+
+    def gen(s):
+        m = [re.fullmatch(r"deep-(\d+)", t) for t in s.tasks()]
+        return next((int(x.group(1)) for x in m if x), None)
+
+    deep = [s for s in r.of_pid(w.pid) if gen(s) is not None]
+    gens = sorted({gen(s) for s in deep})
+    assert len(gens) > EXCLUDED + 2, "deep job generations seen: %s" % gens + r.describe()
+    deep = [s for s in deep if gen(s) in gens[EXCLUDED:]]
+    assert total(deep) >= 10, "too few samples of the deep jobs" + r.describe()
+
+    def check(s):
+        out = [str(f) if isinstance(f, TaskFrame) else f.qualname if hasattr(f, "qualname")
+               else f for f in s.frames]
+        if "<task deep-spawner>" not in out:
+            return "no <task deep-spawner>"
+        at = out.index("<task deep-spawner>") + 1
+        end = out.index(CREATED_BY, at) if CREATED_BY in out[at:] else None
+        if end is None:
+            return "no [created by] after the spawner"
+        got = out[at:end]
+        m = re.fullmatch(r"\[(\d+) more frames\]", got[1]) if len(got) > 1 else None
+        if not m:
+            return "no cut marker after the coroutine's frame: %s" % got[:3]
+        whole = [got[0]] + ["?"] * int(m.group(1)) + got[2:]
+        if len(whole) != len(site) or got[0] != site[0] or got[2:] != site[-len(got[2:]):]:
+            return "%d frames shown + %s left out != the %d recorded" % (
+                len(got) - 1, m.group(1), len(site))
+        return None
+
+    bad = [(check(s), s) for s in deep]
+    bad = [(why, s) for why, s in bad if why]
+    assert total([s for _, s in bad]) <= (1 - SHARE) * total(deep), (
+        "deep creation sites shown wrong, e.g. %s" % (bad[0][0] if bad else "")
+        + show([s for _, s in bad], header="offending"))

@@ -41,6 +41,7 @@ from services import Postgres, Redis, wrk_binary, wrk_finish, wrk_start
 
 LOAD_SECONDS = int(os.environ.get("ASYNCBPF_SVC_SECONDS") or 60)
 FREQ = 199
+GROUPED_SLACK = 0.02
 MAX_STACKS = 3
 UNDER_SHARE = 0.95
 CUT = "…"
@@ -416,14 +417,18 @@ def _differences(stacks):
 
 def test_helper_stacks_grouped(run):
     """Each event-loop helper's samples, line numbers dropped (and cut below the helper's
-    frame), fall into at most 3 distinct stacks: one route, one stack."""
+    frame), fall into at most 3 distinct stacks, but for GROUPED_SLACK of them: one
+    route, one stack. The slack is a task's first moments, before a snapshot finds who
+    awaits it: until then it is drawn under where it was created (a gather's child under
+    gather's create call), after under the gather's await."""
     bad = []
     for h in run.loop_helpers():
         stacks = {}
         for s in run.helper_samples(h):
             key = s.lineless(s.index(h))
             stacks[key] = stacks.get(key, 0) + s.count
-        if len(stacks) > MAX_STACKS:
+        heavy = sorted(stacks.values(), reverse=True)
+        if sum(heavy[MAX_STACKS:]) > GROUPED_SLACK * sum(heavy):
             heavy = sorted(stacks.items(), key=lambda kv: -kv[1])
             bad.append("%s: %d samples in %d distinct stacks (heaviest %s); the two heaviest "
                        "differ at: %s" % (h, sum(stacks.values()), len(stacks),

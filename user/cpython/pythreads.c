@@ -234,10 +234,10 @@ static int read_entry(const struct objread *r, uint64_t key, uint64_t value, str
 /* Reads threading._active of t into p; on failure p keeps its last read. */
 static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_target *t, double now)
 {
-	uint64_t module, active, *keys = NULL, *values = NULL;
+	uint64_t module, active, limbo, *keys = NULL, *values = NULL;
 	struct pt_entry *e = NULL;
 	struct objread r;
-	size_t n = 0, kept = 0;
+	size_t n = 0, nl = 0, kept = 0;
 	int ret;
 
 	if (objread_init(&r, t)) {
@@ -269,12 +269,21 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 		ret = -ENOMEM;
 	if (!ret)
 		ret = obj_dict_items(&r, active, keys, values, MAX_ACTIVE, &n);
+	/* and _limbo (Thread -> Thread): a thread runs a while, its ident and native id set,
+	 * before it moves itself to _active; a new pool worker under load is sampled then */
+	if (!ret && !obj_module_attr(&r, module, "_limbo", &limbo) &&
+	    !obj_dict_items(&r, limbo, keys + n, values + n, MAX_ACTIVE - n, &nl)) {
+		for (size_t i = n; i < n + nl; i++)
+			if (obj_getattr(&r, values[i], "_ident", &keys[i]))
+				keys[i] = 0;
+		n += nl;
+	}
 	if (!ret && n && !(e = calloc(n, sizeof(*e))))
 		ret = -ENOMEM;
 	for (size_t i = 0; !ret && i < n; i++) {
-		ret = read_entry(&r, keys[i], values[i], &e[kept]);
-		if (ret == 1)
-			ret = 0;
+		ret = keys[i] ? read_entry(&r, keys[i], values[i], &e[kept]) : 1;
+		if (ret == 1 || (ret && i >= n - nl))
+			ret = 0; /* not set yet; a limbo thread may be gone meanwhile */
 		else if (!ret)
 			kept++;
 	}

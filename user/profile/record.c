@@ -366,10 +366,11 @@ tasks:
 			ids[n++] = special(r, "[cycle]");
 		if (t->flags & TASK_ORIGIN) {
 			/* where it created the task below it, whatever it runs now */
-			for (uint32_t i = site ? site->nframes : 0; i-- > 0;)
+			for (uint32_t i = site ? site->nframes : 0; i-- > 0;) {
 				ids[n++] = python_frame(r, tg, &site->frames[i]);
-			if (site && site->more)
-				ids[n++] = more_frames(r, site->more);
+				if (i == site->nframes - 1 && site->more)
+					ids[n++] = more_frames(r, site->more);
+			}
 			ids[n++] = special(r, "[created by]");
 			continue;
 		}

@@ -214,8 +214,8 @@ struct task_link {
 
 /* Where a task was created (task_sites, keyed by the new task): its creator's frames at
  * that moment, innermost first, from the create call out to the creator's coroutine,
- * always last. When there are more, the innermost SITE_FRAMES - 1 and the coroutine's are
- * kept, and more says how many between them are not. */
+ * always last. When there are more, the innermost SITE_FRAMES - 2, the coroutine's and
+ * the one it runs are kept, and more says how many between them are not. */
 struct task_site {
 	__u64 serial; /* the created task's */
 	__u32 nframes;

@@ -22,30 +22,42 @@ def recorded(interp, root_record_bin):
         yield r, w
 
 
+def generation(s, prefix):
+    """N of the sample's task named PREFIX-N, else None."""
+    m = [re.fullmatch(re.escape(prefix) + r"-(\d+)", t) for t in s.tasks()]
+    return next((int(x.group(1)) for x in m if x), None)
+
+
+def later_generations(r, w, prefix):
+    """The samples of tasks PREFIX-N but for the EXCLUDED oldest N seen."""
+    mine = [s for s in r.of_pid(w.pid) if generation(s, prefix) is not None]
+    gens = sorted({generation(s, prefix) for s in mine})
+    assert len(gens) > EXCLUDED + 2, "%s generations seen: %s" % (prefix, gens) + r.describe()
+    return [s for s in mine if generation(s, prefix) in gens[EXCLUDED:]]
+
+
+def names(s):
+    """The sample's frames as qualnames, task frames and markers."""
+    return [str(f) if isinstance(f, TaskFrame) else f.qualname if hasattr(f, "qualname")
+            else f for f in s.frames]
+
+
 def test_job_under_creation_site(recorded):
     """At least 90% of the jobs' samples: <task the-handler>, the handler's frames where
     it made the job (the workload's own record of them), [created by], <task job-N>."""
     r, w = recorded
     site = w.fact("site")
 
-    def gen(s):
-        m = [re.fullmatch(r"job-(\d+)", t) for t in s.tasks()]
-        return next((int(x.group(1)) for x in m if x), None)
-
-    jobs = [s for s in r.of_pid(w.pid) if "job" in s.qualnames() and gen(s) is not None]
-    gens = sorted({gen(s) for s in jobs})
-    assert len(gens) > EXCLUDED + 2, "job generations seen: %s" % gens + r.describe()
-    jobs = [s for s in jobs if gen(s) in gens[EXCLUDED:]]
+    jobs = [s for s in later_generations(r, w, "job") if "job" in s.qualnames()]
     assert total(jobs) >= 20, "too few samples in job()" + r.describe()
 
     def path(s):
-        out = [str(f) if isinstance(f, TaskFrame) else f.qualname if hasattr(f, "qualname")
-               else f for f in s.frames]
+        out = names(s)
         start = out.index("<task the-handler>") if "<task the-handler>" in out else 0
         return out[start:start + len(site) + 4]
 
     bad = [s for s in jobs if path(s) != ["<task the-handler>"] + site + [
-        CREATED_BY, "<task job-%d>" % gen(s), "job"]]
+        CREATED_BY, "<task job-%d>" % generation(s, "job"), "job"]]
     assert total(bad) <= (1 - SHARE) * total(jobs), (
         "%d of %d job samples not under %s" % (total(bad), total(jobs), ";".join(site))
         + show(bad, header="offending stacks"))
@@ -64,25 +76,16 @@ def test_requests_not_nested(recorded):
 
 
 def test_deep_site_cut_counted(recorded):
-    """A creation site deeper than 24 frames: the creator's coroutine frame, "[N more
-    frames]", then the innermost frames down to the create call; N and the frames shown
-    add up to the site the workload recorded."""
+    """A creation site deeper than 24 frames: the creator's coroutine frame and the next,
+    "[N more frames]", then the innermost frames down to the create call; N and the frames
+    shown add up to the site the workload recorded."""
     r, w = recorded
     site = w.fact("deep_site")
-
-    def gen(s):
-        m = [re.fullmatch(r"deep-(\d+)", t) for t in s.tasks()]
-        return next((int(x.group(1)) for x in m if x), None)
-
-    deep = [s for s in r.of_pid(w.pid) if gen(s) is not None]
-    gens = sorted({gen(s) for s in deep})
-    assert len(gens) > EXCLUDED + 2, "deep job generations seen: %s" % gens + r.describe()
-    deep = [s for s in deep if gen(s) in gens[EXCLUDED:]]
+    deep = later_generations(r, w, "deep")
     assert total(deep) >= 10, "too few samples of the deep jobs" + r.describe()
 
     def check(s):
-        out = [str(f) if isinstance(f, TaskFrame) else f.qualname if hasattr(f, "qualname")
-               else f for f in s.frames]
+        out = names(s)
         if "<task deep-spawner>" not in out:
             return "no <task deep-spawner>"
         at = out.index("<task deep-spawner>") + 1
@@ -90,11 +93,11 @@ def test_deep_site_cut_counted(recorded):
         if end is None:
             return "no [created by] after the spawner"
         got = out[at:end]
-        m = re.fullmatch(r"\[(\d+) more frames\]", got[1]) if len(got) > 1 else None
+        m = re.fullmatch(r"\[(\d+) more frames\]", got[2]) if len(got) > 2 else None
         if not m:
-            return "no cut marker after the coroutine's frame: %s" % got[:3]
-        whole = [got[0]] + ["?"] * int(m.group(1)) + got[2:]
-        if len(whole) != len(site) or got[0] != site[0] or got[2:] != site[-len(got[2:]):]:
+            return "no cut marker after the coroutine's two frames: %s" % got[:3]
+        whole = got[:2] + ["?"] * int(m.group(1)) + got[3:]
+        if len(whole) != len(site) or got[:2] != site[:2] or got[3:] != site[-len(got[3:]):]:
             return "%d frames shown + %s left out != the %d recorded" % (
                 len(got) - 1, m.group(1), len(site))
         return None

@@ -202,12 +202,11 @@ static const char *shown_name(struct record *r, struct target *tg, const char *n
 	return name;
 }
 
-static uint32_t task_frame(struct record *r, struct target *tg, const struct task_rec *t,
+/* A task's frame; name is its own ("?" when not known: shown as it is). */
+static uint32_t task_frame(struct record *r, struct target *tg, const char *name,
 			   const struct frame_rec *const *fr, uint32_t n)
 {
-	char name[TASK_NAME_TEXT];
-
-	if (tasknames_sample(r->names, &tg->t, t, name, sizeof(name)))
+	if (!strcmp(name, "?"))
 		return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
 	return profile_frame(r->prof, FRAME_TASK, shown_name(r, tg, name, fr, n), NULL, 0);
 }
@@ -282,6 +281,15 @@ static uint64_t task_code(const struct py_sample *s, uint32_t k, uint32_t last, 
 	return f ? FRAME_CODE(f) : 0;
 }
 
+/* Tasks of one kind: the same coroutine function and, as a wrapper such as anyio 4's
+ * TaskHandle._run_coro runs every task of a framework, the same name, or both named
+ * automatically. */
+static bool same_kind(uint64_t code_a, const char *name_a, uint64_t code_b, const char *name_b)
+{
+	return code_a && code_a == code_b &&
+	       ((numbered(name_a) && numbered(name_b)) || !strcmp(name_a, name_b));
+}
+
 /* How many of the sample's tasks are shown, from tasks[0] out; sites[k] gets where task
  * k, a creator, created task k - 1. A chain stops at a creator whose site is not known,
  * and at a task created by a task that runs,
@@ -289,7 +297,8 @@ static uint64_t task_code(const struct py_sample *s, uint32_t k, uint32_t last, 
  * made in the previous request's send path (uvicorn under keep-alive), is not that
  * request's work. */
 static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py_sample *s,
-			    uint32_t last, uint32_t total, const struct task_site **sites)
+			    uint32_t last, uint32_t total, const struct task_site **sites,
+			    char (*names)[TASK_NAME_TEXT])
 {
 	uint32_t nt = s->hdr.ntasks;
 
@@ -308,10 +317,10 @@ static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py
 			r->sites_unknown++;
 			return k;
 		}
-		if (!(child = task_code(s, k - 1, last, total, sites)))
-			continue;
+		child = task_code(s, k - 1, last, total, sites);
 		for (uint32_t j = k; j < nt; j++)
-			if (task_code(s, j, last, total, sites) == child) {
+			if (same_kind(child, names[k - 1], task_code(s, j, last, total, sites),
+				      names[j])) {
 				r->creation_cuts++;
 				return k;
 			}
@@ -329,6 +338,7 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	const struct sample_hdr *h = &s->hdr;
 	uint32_t split = 0, total = h->nframes + h->ncoro, th[MAX_THREAD], at[MAX_FRAMES], nth, top;
 	const struct task_site *sites[MAX_TASKS] = { 0 };
+	char names[MAX_TASKS][TASK_NAME_TEXT];
 	/* a suspended task shows its own coroutine frames like its awaiters' */
 	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
 
@@ -345,7 +355,9 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	for (uint32_t i = nth; i-- > split;)
 		ids[n++] = th[i];
 tasks:
-	top = shown_tasks(r, tg, s, last, total, sites);
+	for (uint32_t k = 0; k < h->ntasks; k++)
+		tasknames_sample(r->names, &tg->t, &s->tasks[k], names[k], sizeof(names[k]));
+	top = shown_tasks(r, tg, s, last, total, sites, names);
 	if (top == h->ntasks && s->tasks[top - 1].flags & TASK_MORE)
 		ids[n++] = special(r, "[more tasks]");
 	for (uint32_t k = top; k-- > last;) {
@@ -361,14 +373,14 @@ tasks:
 					    i < total && nfr < GROUP_FRAMES;
 		     i++)
 			fr[nfr++] = &s->frames[i];
-		ids[n++] = task_frame(r, tg, t, fr, nfr);
+		ids[n++] = task_frame(r, tg, names[k], fr, nfr);
 		if (t->flags & TASK_CYCLE)
 			ids[n++] = special(r, "[cycle]");
 		if (t->flags & TASK_ORIGIN) {
 			/* where it created the task below it, whatever it runs now */
 			for (uint32_t i = site ? site->nframes : 0; i-- > 0;) {
 				ids[n++] = python_frame(r, tg, &site->frames[i]);
-				if (i == site->nframes - 1 && site->more)
+				if (i + 2 == site->nframes && site->more)
 					ids[n++] = more_frames(r, site->more);
 			}
 			ids[n++] = special(r, "[created by]");
@@ -389,7 +401,7 @@ tasks:
 
 		for (uint32_t i = h->running_idx + 1; i-- > 0 && nfr < GROUP_FRAMES;)
 			fr[nfr++] = &s->frames[i];
-		ids[n++] = task_frame(r, tg, &s->tasks[0], fr, nfr);
+		ids[n++] = task_frame(r, tg, names[0], fr, nfr);
 	}
 	for (uint32_t i = split; i-- > 0;)
 		ids[n++] = th[i];

@@ -1,13 +1,13 @@
 """asyncbpf-top's workload: one event loop whose tasks take known shares of the CPU.
 
-    Task-1 -> handler -> fetch: parse      8 parts
-    Task-1 -> handler -> render: encode    2 parts
-    Task-1 -> background: tick             1 part
+    main -> handler -> fetch: parse      8 parts
+    main -> handler -> render: encode    2 parts
+    main -> background: tick             1 part
 
 Each leaf burns its part of a round (PART seconds of CPU per part), then yields with
 `await asyncio.sleep(0)`, so the loop runs them in turn and their shares are 73, 18 and
-9 %: far apart, so that their order holds with the few samples of a loaded machine (Task-1
-is asyncio.run's main task). Prints {"hot": ..., "paths": ...} and READY once
+9 %: far apart, so that their order holds with the few samples of a loaded machine (main is
+asyncio.run's main task, Task-1, shown by its coroutine). Prints {"hot": ..., "paths": ...} and READY once
 every leaf has run.
 """
 import asyncio
@@ -41,9 +41,9 @@ async def run(leaf):
         SEEN.add(leaf.__name__)
         if len(SEEN) == len(LEAVES) and "ready" not in SEEN:
             SEEN.add("ready")
-            _wl.fact(hot="parse", paths=["Task-1 -> handler -> fetch: parse",
-                                         "Task-1 -> handler -> render: encode",
-                                         "Task-1 -> background: tick"])
+            _wl.fact(hot="parse", paths=["main -> handler -> fetch: parse",
+                                         "main -> handler -> render: encode",
+                                         "main -> background: tick"])
             _wl.ready()
         await asyncio.sleep(0)
 

@@ -56,8 +56,8 @@ static void drop_texts(struct tasknames *tn, pid_t pid)
 			*e = (struct text_ent){ .pid = pid ? -1 : 0 };
 		}
 	}
-	if (!pid) {
-		memset(tn->text, 0, tn->text ? TEXT_SLOTS * sizeof(*tn->text) : 0);
+	if (!pid && tn->text) {
+		memset(tn->text, 0, TEXT_SLOTS * sizeof(*tn->text));
 		tn->text_used = 0;
 	}
 }

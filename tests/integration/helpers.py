@@ -649,6 +649,8 @@ class NativeFrame(str):
 NATIVE_ENDS = "[native stack ends]"
 # executable memory of no file: a libffi closure's trampoline (ctypes callbacks)
 ANON_CODE = "[anonymous code]"
+# code in the vDSO (clock_gettime under time.perf_counter), which has no file to name it
+VDSO_RE = re.compile(r"^\[vdso\]\+0x[0-9a-f]+$")
 # the frames above made the task below (its creator's frames where it created it)
 CREATED_BY = "[created by]"
 # a creation site's frames not kept
@@ -704,7 +706,7 @@ class Sample:
                 self.frames.append(Frame((m.group(1), m.group(2), int(m.group(3)))))
             elif TASK_RE.match(p):
                 self.frames.append(TaskFrame(p))
-            elif p and not p.startswith("["):
+            elif p and (not p.startswith("[") or VDSO_RE.match(p)):
                 self.frames.append(NativeFrame(p))
             else:
                 # "[unknown native 0x...]" too: the suite runs no code outside ELF files

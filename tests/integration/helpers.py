@@ -954,9 +954,12 @@ class TreeNode:
         return p
 
     def walk(self):
-        yield self
-        for c in self.children:
-            yield from c.walk()
+        """This node and those below it, depth first (iterative: trees run thousands deep)."""
+        todo = [self]
+        while todo:
+            n = todo.pop()
+            yield n
+            todo.extend(reversed(n.children))
 
     def __repr__(self):
         return self.raw

@@ -27,15 +27,27 @@ struct reach {
 	size_t nseen;
 };
 
-static void add_parent(struct atask *child, uint64_t parent)
+/* -ENOMEM also marks the snapshot, whose reader then fails rather than drop an awaiter */
+static int add_parent(struct atasks *a, struct atask *child, uint64_t parent)
 {
 	if (parent == child->addr)
-		return;
+		return 0;
 	for (uint32_t i = 0; i < child->nparents; i++)
 		if (child->parents[i] == parent)
-			return;
-	if (child->nparents < ATASK_MAX_PARENTS)
-		child->parents[child->nparents++] = parent;
+			return 0;
+	if (child->nparents == child->parents_cap) {
+		uint32_t cap = child->parents_cap ? child->parents_cap * 2 : 2;
+		uint64_t *v = realloc(child->parents, cap * sizeof(*v));
+
+		if (!v) {
+			a->nomem = 1;
+			return -ENOMEM;
+		}
+		child->parents = v;
+		child->parents_cap = cap;
+	}
+	child->parents[child->nparents++] = parent;
+	return 0;
 }
 
 static int seen(struct reach *x, uint64_t obj)
@@ -89,7 +101,7 @@ static void reach_callback(struct reach *x, uint64_t cb, int depth)
 		return;
 	if (!strcmp(tname, "TaskWakeupMethWrapper")) { /* 3.8-3.9 */
 		if (!obj_ptr(r, cb + m->async.wakeup_task, &v))
-			add_parent(x->child, v);
+			add_parent(x->a, x->child, v);
 	} else if (!strcmp(tname, "builtin_function_or_method")) {
 		uint64_t ml, name;
 		char buf[16] = {};
@@ -99,7 +111,7 @@ static void reach_callback(struct reach *x, uint64_t cb, int depth)
 		    !obj_ptr(r, ml + m->methoddef_name, &name) && name &&
 		    !mem_read(r->pid, name, buf, 12) && !memcmp(buf, "task_wakeup", 12) &&
 		    !obj_ptr(r, cb + m->cfunc_self, &v))
-			add_parent(x->child, v);
+			add_parent(x->a, x->child, v);
 	} else if (!strcmp(tname, "function")) {
 		/* gather's _done_callback, shield's _inner_done_callback, wait's and
 		 * as_completed's _on_completion: the future they complete is in a cell */
@@ -115,7 +127,7 @@ static void reach_callback(struct reach *x, uint64_t cb, int depth)
 		/* TaskGroup._on_task_done: the group knows its parent task */
 		if (obj_isinstance(r, self, "TaskGroup") == 1 &&
 		    !obj_getattr(r, self, "_parent_task", &v) && v)
-			add_parent(x->child, v);
+			add_parent(x->a, x->child, v);
 		/* 3.13 as_completed: _AsCompletedIterator._handle_completion */
 		else if (!obj_getattr(r, self, "_done", &v) && v)
 			reach_future(x, v, depth);
@@ -220,6 +232,42 @@ static int collect_current(const struct objread *r, uint64_t mod, struct atasks 
 	return ret;
 }
 
+/* The task's whole suspended coroutine chain, one walker step at a time: the walker
+ * itself stops at a sample's bound, and a chain may be thousands of coroutines deep. */
+static int walk_chain(const struct py_target *t, struct atask *k)
+{
+	struct frame_rec one[1];
+	struct pw_scratch s;
+	struct pw_coro w = { .p = &t->proc, .out = one, .s = &s, .gen = k->coro, .max = 1 };
+	uint32_t cap = 0, steps = 0;
+
+	pw_scratch_reset(&s);
+	while (w.gen && steps++ < ATASK_WALK_MAX) {
+		w.n = 0;
+		pw_coro_step(0, &w);
+		if (!w.n)
+			break;
+		if (k->nframes == ATASK_MAX_FRAMES) {
+			k->frames_cut++;
+			continue;
+		}
+		if (k->nframes == cap) {
+			struct frame_rec *v;
+
+			cap = cap ? cap * 2 : 16;
+			if (!(v = realloc(k->frames, cap * sizeof(*v))))
+				return -ENOMEM;
+			k->frames = v;
+		}
+		k->frames[k->nframes++] = one[0];
+	}
+	if (w.gen)
+		w.flags |= SAMPLE_TRUNCATED;
+	k->awaited = w.awaited;
+	k->flags = w.flags;
+	return 1;
+}
+
 /* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
 static int read_task(const struct py_target *t, unsigned int what, struct atask *k)
 {
@@ -227,8 +275,6 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 	struct task_rec rec = {};
 	uint64_t name_obj;
 	char name[TASK_NAME_TEXT];
-	struct pw_scratch s;
-	__u64 awaited = 0;
 	int32_t state;
 
 	if (mem_read(t->pid, k->addr + a->fut_state, &state, sizeof(state)) ||
@@ -246,11 +292,7 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 	if (!k->name)
 		return -ENOMEM;
 	vmwalk_target(t->pid);
-	pw_scratch_reset(&s);
-	k->nframes = pw_walk_coro(NULL, &t->proc, k->coro, k->frames, 0, ATASK_MAX_FRAMES, &s,
-				  &awaited, &k->flags);
-	k->awaited = awaited;
-	return 1;
+	return walk_chain(t, k);
 }
 
 uint64_t atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name)
@@ -330,6 +372,11 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	int ret = snapshot(t, what, a, c, why, len, pages);
 
 	free(pages);
+	if (!ret && a->nomem) {
+		snprintf(why, len, "pid %d: out of memory reading its tasks", t->pid);
+		atasks_free(a);
+		return -1;
+	}
 	return ret;
 }
 
@@ -341,10 +388,17 @@ static void read_tasks(const struct py_target *t, unsigned int what, struct atas
 	for (size_t i = 0; i < a->n; i++) {
 		int st = read_task(t, what, &a->v[i]);
 
-		if (st < 0)
+		if (st == -ENOMEM)
+			a->nomem = 1;
+		else if (st < 0)
 			a->unreadable++;
-		if (st == 1)
+		if (st == 1) {
 			a->v[kept++] = a->v[i];
+		} else {
+			free(a->v[i].name);
+			free(a->v[i].frames);
+			free(a->v[i].parents);
+		}
 	}
 	a->n = kept;
 }
@@ -368,8 +422,11 @@ static void finish(struct atasks *a, unsigned int what)
 
 void atasks_free(struct atasks *a)
 {
-	for (size_t i = 0; i < a->n; i++)
+	for (size_t i = 0; i < a->n; i++) {
 		free(a->v[i].name);
+		free(a->v[i].frames);
+		free(a->v[i].parents);
+	}
 	free(a->v);
 	memset(a, 0, sizeof(*a));
 }
@@ -454,7 +511,8 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 				return -ENOMEM;
 		}
 	link:
-		a->v[i].parents[a->v[i].nparents++] = p->addr;
+		if ((ret = add_parent(a, &a->v[i], p->addr)))
+			return ret;
 	}
 	return 0;
 }
@@ -479,7 +537,7 @@ static int list_tasks(pid_t pid, uint64_t head, const struct py314_asyncio *o, s
 	return 0;
 }
 
-static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atask *k)
+static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atasks *a, struct atask *k)
 {
 	uint64_t by = 0, table = 0, mask = 0, key;
 	char is_set = 0;
@@ -488,16 +546,16 @@ static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atask *
 	    mem_read(pid, k->addr + o->task_awaited_by_is_set, &is_set, 1))
 		return;
 	if (!is_set) {
-		add_parent(k, by);
+		add_parent(a, k, by);
 		return;
 	}
 	/* set entries are (key, hash); the caller keeps only keys that are tasks */
 	if (mem_read(pid, by + o->set_table, &table, sizeof(table)) ||
-	    mem_read(pid, by + o->set_mask, &mask, sizeof(mask)) || mask > 4095)
+	    mem_read(pid, by + o->set_mask, &mask, sizeof(mask)) || mask >= MAX_SNAPSHOT_TASKS * 4)
 		return;
-	for (uint64_t i = 0; i <= mask && k->nparents < ATASK_MAX_PARENTS; i++)
+	for (uint64_t i = 0; i <= mask && !a->nomem; i++)
 		if (!mem_read(pid, table + i * 16, &key, sizeof(key)) && key)
-			add_parent(k, key);
+			add_parent(a, k, key);
 }
 
 static int snapshot314(const struct py_target *t, unsigned int what, struct atasks *a,
@@ -538,7 +596,7 @@ static int snapshot314(const struct py_target *t, unsigned int what, struct atas
 	}
 	read_tasks(t, what, a);
 	for (size_t i = 0; i < a->n; i++)
-		awaiters314(t->pid, &o, &a->v[i]);
+		awaiters314(t->pid, &o, a, &a->v[i]);
 	finish(a, what);
 	return 0;
 }

@@ -11,19 +11,23 @@
 #include "py314.h"
 #include "pyproc.h"
 
-#define ATASK_MAX_FRAMES  64
-#define ATASK_MAX_PARENTS 8
+/* frames of a task's coroutine chain kept; the rest are counted up to ATASK_WALK_MAX */
+#define ATASK_MAX_FRAMES (1u << 16)
+#define ATASK_WALK_MAX	 (1u << 20)
 
 struct atask {
 	uint64_t addr;
 	char *name;
 	uint64_t coro;
-	uint64_t awaited; /* what its innermost coroutine awaits (not a coroutine), or 0 */
-	struct frame_rec frames[ATASK_MAX_FRAMES]; /* suspended coroutine chain, outermost first */
+	uint64_t awaited;	  /* what its innermost coroutine awaits (not a coroutine), or 0 */
+	struct frame_rec *frames; /* suspended coroutine chain, outermost first */
 	uint32_t nframes;
-	uint32_t flags; /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
-	uint64_t parents[ATASK_MAX_PARENTS]; /* tasks that await it (or, alone, its creator) */
-	uint32_t nparents;
+	/* frames of the chain past the ones kept, counted but not kept; with SAMPLE_TRUNCATED
+	 * in flags the chain went on past ATASK_WALK_MAX frames and this is a lower bound */
+	uint32_t frames_cut;
+	uint32_t flags;	   /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
+	uint64_t *parents; /* tasks that await it (or, alone, its creator) */
+	uint32_t nparents, parents_cap;
 	int ended; /* not a task of the snapshot: a creator known from a link */
 };
 
@@ -31,6 +35,7 @@ struct atasks {
 	struct atask *v;
 	size_t n, cap;
 	size_t unreadable; /* task objects that could not be read */
+	int nomem;	   /* an allocation failed: the snapshot is not whole */
 	int asyncio;	   /* the process has imported asyncio */
 };
 

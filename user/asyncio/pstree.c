@@ -104,6 +104,13 @@ static size_t chain(struct tree *t, size_t node, const struct atask *k, const st
 		node = cor_node(t, node, label);
 		free(label);
 	}
+	if (node != SIZE_MAX && (k->frames_cut || (k->flags & SAMPLE_TRUNCATED))) {
+		char cut[64];
+
+		snprintf(cut, sizeof(cut), "[%s%u more frames not shown]",
+			 k->flags & SAMPLE_TRUNCATED ? "at least " : "", k->frames_cut);
+		node = cor_node(t, node, cut);
+	}
 	return node;
 }
 

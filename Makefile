@@ -28,7 +28,9 @@ USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 LIB := $(OUT)/libasyncbpf.a
 TOOLS := $(patsubst tools/%.c,$(OUT)/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(wildcard tests/unit/test_*.c))
-HEADERS := $(wildcard bpf/*.h user/*.h user/*/*.h)
+# what each object includes, as the compiler saw it (-MMD): a header's change rebuilds
+# only what includes it
+DEPFLAGS = -MMD -MP -MT $@ -MF $@.d
 PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 NATIVE_CHAIN := $(OUT)/tests/libchain.so $(OUT)/tests/chainext.abi3.so
 
@@ -47,8 +49,8 @@ deps:
 trees:
 	@tools/trees.sh
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c $(HEADERS) vmlinux/vmlinux.h | $(OUT)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+$(OUT)/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h | $(OUT)
+	$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # the bounded-loop variant of the sampler is sampler.bpf.c compiled with PW_BOUNDED_LOOPS
 $(OUT)/sampler_bounded.bpf.o: bpf/sampler.bpf.c
@@ -56,9 +58,9 @@ $(OUT)/sampler_bounded.bpf.o: bpf/sampler.bpf.c
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(OUT)/user/%.o: user/%.c $(HEADERS) $(SKELS) | $(OUT)
+$(OUT)/user/%.o: user/%.c | $(SKELS) $(OUT)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # the HTML writer embeds its page
 $(OUT)/user/profile/flamehtml.o: user/profile/flame/flame.html
@@ -66,22 +68,22 @@ $(OUT)/user/profile/flamehtml.o: user/profile/flame/flame.html
 $(LIB): $(USER_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
-$(OUT)/%: tools/%.c $(LIB) $(HEADERS)
-	$(CC) $(CFLAGS) $< $(LIB) $(LDLIBS) -o $@
+$(OUT)/%: tools/%.c $(LIB) | $(SKELS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 # the live view draws with ncursesw (Debian's libncurses-dev)
 $(OUT)/asyncbpf-top: LDLIBS += -lncursesw
 # only the agent talks HTTP (user/ship/pyroscope.c)
 $(OUT)/asyncbpf-agent: LDLIBS += -lcurl
 
-$(OUT)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(LIB) $(HEADERS)
+$(OUT)/tests/%: tests/unit/%.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
 
 # the memcpy reader's library, loaded into targets with LD_PRELOAD; never with the
 # sanitizers, whose runtime the targets do not load
-$(PRELOAD): preload/asyncbpf-memcpy.c $(HEADERS) | $(OUT)
-	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -fPIC -shared $< -ldl -o $@
+$(PRELOAD): preload/asyncbpf-memcpy.c | $(OUT)
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) $(DEPFLAGS) -fPIC -shared $< -ldl -o $@
 
 # the --native tests' C chains (a library for ctypes, an extension module): no frame
 # pointers, each call a frame of its own
@@ -94,6 +96,8 @@ $(OUT)/tests/chainext.abi3.so: tests/native/chainext.c | $(OUT)
 
 $(OUT):
 	mkdir -p $@
+
+-include $(wildcard $(OUT)/*.d $(OUT)/*/*.d $(OUT)/*/*/*.d)
 
 unit: $(UNIT_TESTS)
 	@tests/unit/run.sh $(UNIT_TESTS)
@@ -167,8 +171,8 @@ FUZZ_SECONDS ?= 600
 
 fuzzers: $(patsubst %,$(OUT)/%,$(FUZZ_TARGETS))
 
-$(OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB) $(HEADERS)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer $< $(LIB) $(LDLIBS) -o $@
+$(OUT)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB) | $(SKELS)
+	$(CC) $(CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer $< $(LIB) $(LDLIBS) -o $@
 
 fuzz-build:
 	$(MAKE) OUT=$(FUZZ_OUT) CC=$(CLANG) SANFLAGS="-O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzzers

@@ -38,6 +38,7 @@ struct pt_thread {	 /* one sampled thread */
 	uint64_t ident;	 /* the thread state's thread_id, 0 if it could not be read */
 	uint32_t gen;	 /* the read of _active it was resolved against, 0 none */
 	bool failed;	 /* no name for a failed read */
+	double first;	 /* when it was first sampled */
 	double seen;
 	char *name; /* Python's, NULL if none */
 };
@@ -47,7 +48,7 @@ struct pt_proc {
 	uint64_t runtime; /* of the image read: another one (exec) starts over */
 	uint32_t gen;	  /* reads of _active that succeeded, the last one's entries in e */
 	bool no_model;	  /* no object model to read it with: never read */
-	double read_at, tried_at;
+	double read_at, failed_at; /* the last read that succeeded, that failed */
 	struct pt_entry *e;
 	size_t n;
 	struct pt_thread *th; /* open addressing by tid */
@@ -245,7 +246,6 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 		fail(pt, t->pid, t->om_why[0] ? t->om_why : "no object model", 0);
 		return;
 	}
-	p->tried_at = now;
 	pt->st.reads++;
 	/* most of what a read needs lies on a few pages: a Thread, its dict, its ints */
 	if (!pt->pages && !(pt->pages = malloc(sizeof(*pt->pages)))) {
@@ -291,6 +291,7 @@ out:
 	free(keys);
 	free(values);
 	if (ret) {
+		p->failed_at = now;
 		pt->st.read_fails++;
 		fail(pt, t->pid, "reading threading._active", ret);
 		for (size_t i = 0; i < kept; i++)
@@ -414,7 +415,7 @@ const char *pythreads_name(struct pythreads *pt, const struct py_target *t, pid_
 		pt->st.unread++;
 		return NULL;
 	}
-	if (now - p->read_at >= PYTHREADS_REFRESH && now - p->tried_at >= RETRY)
+	if (now - p->read_at >= PYTHREADS_REFRESH && now - p->failed_at >= RETRY)
 		refresh(pt, p, t, now);
 	th = p->no_model ? NULL : thread_of(p, tid, now);
 	if (!th) {
@@ -424,16 +425,19 @@ const char *pythreads_name(struct pythreads *pt, const struct py_target *t, pid_
 	th->seen = now;
 	if (th->tstate != tstate) {
 		free(th->name);
-		*th = (struct pt_thread){ .tid = tid, .tstate = tstate, .seen = now };
+		*th = (struct pt_thread){ .tid = tid, .tstate = tstate, .first = now, .seen = now };
 		if (mem_read(t->pid, tstate + t->proc.layout.tstate_thread_id, &th->ident,
 			     sizeof(th->ident)))
 			th->ident = 0;
 	}
-	if (th->gen != p->gen || !p->gen) {
-		/* a thread started after the last read is in the next one: read again once
-		 * for each new thread */
-		if ((!p->gen || (!th->gen && !lookup(p, tid))) && now - p->read_at >= NEW_THREAD &&
-		    now - p->tried_at >= RETRY)
+	if (th->gen != p->gen || !p->gen || (!th->name && now - th->first < PYTHREADS_REFRESH)) {
+		/* a thread started after the last read is in the next one: read again at once
+		 * for a new thread, then every NEW_THREAD while it is young and unnamed (it
+		 * enters _active a moment after it starts running) */
+		bool young = !lookup(p, tid) &&
+			     (p->read_at < th->first || now - p->read_at >= NEW_THREAD);
+
+		if ((!p->gen || young) && now - p->failed_at >= RETRY)
 			refresh(pt, p, t, now);
 		if (p->gen)
 			resolve(th, p);

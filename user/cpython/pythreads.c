@@ -59,7 +59,6 @@ struct pythreads {
 	struct pt_proc *procs;
 	size_t nprocs, cap;
 	struct obj_types *types; /* for one read */
-	struct obj_pages *pages; /* for one read, allocated at the first */
 	struct pythreads_stats st;
 };
 
@@ -108,7 +107,6 @@ void pythreads_free(struct pythreads *pt)
 		free_proc(&pt->procs[i]);
 	free(pt->procs);
 	free(pt->types);
-	free(pt->pages);
 	free(pt);
 }
 
@@ -236,6 +234,7 @@ static int read_entry(const struct objread *r, uint64_t key, uint64_t value, str
 static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_target *t, double now)
 {
 	uint64_t module, active, limbo, *keys = NULL, *values = NULL;
+	struct obj_pages *pages = NULL;
 	struct pt_entry *e = NULL;
 	struct objread r;
 	size_t n = 0, nl = 0, kept = 0;
@@ -247,15 +246,16 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 		return;
 	}
 	pt->st.reads++;
-	/* most of what a read needs lies on a few pages: a Thread, its dict, its ints */
-	if (!pt->pages && !(pt->pages = malloc(sizeof(*pt->pages)))) {
+	/* most of what a read needs lies on a few pages: a Thread, its dict, its ints. The
+	 * pages are the read's own: kept, the slots that reads of many processes fill (by
+	 * address) would grow the heap by up to their 4 MiB */
+	if (!(pages = calloc(1, sizeof(*pages)))) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	memset(pt->pages->addr, 0, sizeof(pt->pages->addr));
 	memset(pt->types, 0, sizeof(*pt->types));
 	r.types = pt->types;
-	r.pages = pt->pages;
+	r.pages = pages;
 	ret = obj_module(&r, "threading", &module);
 	if (ret == -ENOENT || ret == -EAGAIN) {
 		ret = 0; /* threading not imported (yet): no thread has a name of Python's */
@@ -288,6 +288,7 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 			kept++;
 	}
 out:
+	free(pages);
 	free(keys);
 	free(values);
 	if (ret) {

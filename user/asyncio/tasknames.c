@@ -285,8 +285,12 @@ static struct text_ent *text_find(struct tasknames *tn, pid_t pid, const struct 
 	struct text_ent *free_slot = NULL;
 	size_t j;
 
-	if (!tn->text && !(tn->text = calloc(TEXT_SLOTS, sizeof(*tn->text))))
-		return NULL;
+	/* written whole at once: slots taken at random would grow the heap for hours */
+	if (!tn->text) {
+		if (!(tn->text = malloc(TEXT_SLOTS * sizeof(*tn->text))))
+			return NULL;
+		memset(tn->text, 0, TEXT_SLOTS * sizeof(*tn->text));
+	}
 	if (add && (tn->text_used + 1) * 2 > TEXT_SLOTS)
 		drop_texts(tn, 0);
 	for (j = text_hash(pid, t->addr, t->serial, t->name_obj) & (TEXT_SLOTS - 1);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <bpf/bpf.h>
 
@@ -55,8 +56,12 @@ const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t 
 	if (ts->fd < 0 || !serial) {
 		return NULL;
 	}
-	if (!ts->slots && !(ts->slots = calloc(SITE_SLOTS, sizeof(*ts->slots))))
-		return NULL;
+	/* written whole at once: slots taken at random would grow the heap for hours */
+	if (!ts->slots) {
+		if (!(ts->slots = malloc(SITE_SLOTS * sizeof(*ts->slots))))
+			return NULL;
+		memset(ts->slots, 0, SITE_SLOTS * sizeof(*ts->slots));
+	}
 	e = &ts->slots[hash_u64(addr ^ hash_u64(serial ^ (uint64_t)pid << 40)) & (SITE_SLOTS - 1)];
 	if (e->pid != pid || e->addr != addr || e->serial != serial) {
 		e->pid = pid;

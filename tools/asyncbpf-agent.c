@@ -55,7 +55,8 @@ static const char usage[] =
 	"SIGTERM or SIGINT: the current interval is cut, sent with the queue, and the agent\n"
 	"exits within --flush-timeout. SIGHUP: the credential files are read again.\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error, 3 a -p process cannot be\n"
-	"profiled.\n";
+	"profiled.\n"
+	"See asyncbpf-agent(8).\n";
 
 struct opts {
 	struct recorder_opts r;

@@ -48,7 +48,8 @@ static const char usage[] =
 	"memcpy, vmreadv, and bpf with --native) at 99 and 999 Hz, repetitions interleaved,\n"
 	"then the recorder's start-up in CPU and wall mode, then a depth sweep at\n"
 	"999 Hz. Writes DIR/readers.md, readers.csv, depth.csv and depth.svg (default DIR:\n"
-	"bench-out). Needs root. --quick: 2 repetitions of a small workload (under 2 min).\n";
+	"bench-out). Needs root. --quick: 2 repetitions of a small workload (under 2 min).\n"
+	"See asyncbpf-bench(8).\n";
 
 struct opts {
 	double signal_ns[MAX_REPS]; /* a profiling signal's cost, measured at each repetition */

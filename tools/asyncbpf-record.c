@@ -42,7 +42,8 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
 	"BPF rejected), 3 a -p process cannot be profiled. With a COMMAND: its exit status\n"
-	"(128+N if signal N killed it), 127 if it was not found, 126 if it could not be run.\n";
+	"(128+N if signal N killed it), 127 if it was not found, 126 if it could not be run.\n"
+	"See asyncbpf-record(8).\n";
 
 struct opts {
 	struct recorder_opts r;

@@ -38,7 +38,8 @@ static const char usage[] =
 	"      --format FORMAT  collapsed, pprof, speedscope or html (default: from the -o\n"
 	"                       name: .pb.gz/.pprof, .json, .html; else collapsed)\n"
 	"\n"
-	"Exit status: 0 done, 1 usage error, 2 the input cannot be read or the output written.\n";
+	"Exit status: 0 done, 1 usage error, 2 the input cannot be read or the output written.\n"
+	"See asyncbpf-report(8).\n";
 
 struct opts {
 	const char *input, *output, *task, *grep;

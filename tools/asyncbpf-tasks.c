@@ -31,7 +31,8 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 done, 1 usage error or a cycle in the await graph (reported on\n"
 	"stderr), 2 not root, BPF unavailable or the memory could not be read, 3 PID cannot be\n"
-	"examined (does not exist, not Python, unsupported version).\n";
+	"examined (does not exist, not Python, unsupported version).\n"
+	"See asyncbpf-tasks(8).\n";
 
 static void err(const char *msg)
 {

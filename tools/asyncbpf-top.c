@@ -55,7 +55,8 @@ static const char usage[] =
 	"space pause; arrows, PgUp, PgDn, Home, End move; q quit.\n"
 	"\n"
 	"Exit status: 0 done, 1 usage error, 2 environment error (privileges, BTF, perf events,\n"
-	"BPF rejected, no terminal), 3 a -p process cannot be profiled.\n";
+	"BPF rejected, no terminal), 3 a -p process cannot be profiled.\n"
+	"See asyncbpf-top(8).\n";
 
 struct opts {
 	struct recorder_opts r;

@@ -35,10 +35,35 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 NATIVE_CHAIN := $(OUT)/tests/libchain.so $(OUT)/tests/chainext.abi3.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
+.PHONY: all install deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD) $(NATIVE_CHAIN)
+
+# make install: the tools, the memcpy reader's library and asyncbpf-bench's workload,
+# the manual pages, the agent's systemd unit (not enabled) and bash completion, under
+# $(DESTDIR)$(PREFIX). asyncbpf-bench has $(LIBDIR) compiled in: give the same PREFIX
+# to the build as to make install (a build tree finds its own files first).
+PREFIX ?= /usr/local
+DESTDIR ?=
+SBINDIR := $(PREFIX)/sbin
+LIBDIR := $(PREFIX)/lib/asyncbpf
+MANDIR := $(PREFIX)/share/man
+UNITDIR := $(PREFIX)/lib/systemd/system
+BASHCOMPDIR := $(PREFIX)/share/bash-completion/completions
+INSTALL ?= install
+
+install: all
+	$(INSTALL) -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR)
+	$(INSTALL) -m 0755 $(TOOLS) $(DESTDIR)$(SBINDIR)/
+	$(INSTALL) -m 0644 $(PRELOAD) tools/bench/workload.py $(DESTDIR)$(LIBDIR)/
+	$(INSTALL) -m 0644 $(patsubst $(OUT)/%,man/%.8,$(TOOLS)) $(DESTDIR)$(MANDIR)/man8/
+	sed 's|@SBINDIR@|$(SBINDIR)|g' dist/asyncbpf-agent.service > $(OUT)/asyncbpf-agent.service
+	$(INSTALL) -m 0644 $(OUT)/asyncbpf-agent.service $(DESTDIR)$(UNITDIR)/
+	for t in $(notdir $(TOOLS)); do \
+		$(INSTALL) -m 0644 dist/asyncbpf.bash-completion $(DESTDIR)$(BASHCOMPDIR)/$$t || exit 1; \
+	done
 
 deps:
 	@tools/deps.sh
@@ -73,6 +98,8 @@ $(OUT)/%: tools/%.c $(LIB) | $(SKELS)
 
 # the live view draws with ncursesw (Debian's libncurses-dev)
 $(OUT)/asyncbpf-top: LDLIBS += -lncursesw
+# where asyncbpf-bench finds the preload library and its workload once installed
+$(OUT)/asyncbpf-bench: CFLAGS += -DASYNCBPF_LIBDIR='"$(LIBDIR)"'
 # only the agent talks HTTP (user/ship/pyroscope.c)
 $(OUT)/asyncbpf-agent: LDLIBS += -lcurl
 

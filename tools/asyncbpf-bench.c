@@ -38,6 +38,12 @@ static const unsigned int freqs[NFREQS] = { 99, 999 };
  * options (the creation probe too) */
 #define STARTUPS 5
 #define NMODES	 2
+/* where make install puts the preload library and the workload (the Makefile passes
+ * $(PREFIX)/lib/asyncbpf) */
+#ifndef ASYNCBPF_LIBDIR
+#define ASYNCBPF_LIBDIR "/usr/local/lib/asyncbpf"
+#endif
+
 static const char *const modes[NMODES] = { "cpu", "wall" };
 
 static const char usage[] =
@@ -409,11 +415,19 @@ static void locate(struct opts *o)
 		die("its path is too long");
 	memcpy(dir, self, strlen(self) + 1);
 	snprintf(o->record, sizeof(o->record), "%s/asyncbpf-record", dir);
+	/* a build tree has the library next to the tools and the workload in tools/bench;
+	 * make install puts both in ASYNCBPF_LIBDIR */
 	snprintf(o->preload, sizeof(o->preload), "%s/libasyncbpf-memcpy.so", dir);
-	if (o->workload)
+	if (access(o->preload, R_OK))
+		snprintf(o->preload, sizeof(o->preload), "%s/libasyncbpf-memcpy.so",
+			 ASYNCBPF_LIBDIR);
+	if (o->workload) {
 		snprintf(o->script, sizeof(o->script), "%s", o->workload);
-	else
+	} else {
 		snprintf(o->script, sizeof(o->script), "%s/../tools/bench/workload.py", dir);
+		if (access(o->script, R_OK))
+			snprintf(o->script, sizeof(o->script), "%s/workload.py", ASYNCBPF_LIBDIR);
+	}
 	if (access(o->record, X_OK))
 		die("%s: %s", o->record, strerror(errno));
 	if (access(o->preload, R_OK))

@@ -126,8 +126,10 @@ $(OUT):
 
 -include $(wildcard $(OUT)/*.d $(OUT)/*/*.d $(OUT)/*/*/*.d)
 
+# the unit tests, then the manual pages, make install and the agent's unit (docs.sh)
 unit: $(UNIT_TESTS)
 	@tests/unit/run.sh $(UNIT_TESTS)
+	@MAKE="$(MAKE)" BUILD=$(OUT) tests/unit/docs.sh
 
 integration: all trees
 	$(PYTEST) -v -rs tests/integration

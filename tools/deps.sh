@@ -20,6 +20,8 @@ pkgs="$pkgs libncurses-dev tmux"
 pkgs="$pkgs qemu-system-x86 busybox-static debian-archive-keyring gpgv xz-utils zstd cpio kmod"
 # --native: user stacks unwound with elfutils' libdw; perf as the tests' independent unwinder
 pkgs="$pkgs libdw-dev linux-perf"
+# tests/unit/docs.sh: groff and mandoc check the manual pages, systemd-analyze the unit
+pkgs="$pkgs mandoc groff-base systemd"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do

@@ -2,7 +2,7 @@
 # The manual pages, make install and the agent's unit, checked without root in a few
 # seconds: every long option a tool's getopt table accepts is a term (.TP) of its page;
 # every page renders with groff -ww (and mandoc -T lint, where installed) without a
-# warning; make install DESTDIR=TMP writes under TMP only, every file the README lists;
+# warning; --help lists them all (bash completion reads it); make install DESTDIR=TMP writes under TMP only, every file the README lists;
 # systemd-analyze verify accepts the installed unit. Run from the top of the tree by
 # make unit; MAKE and BUILD (default build) name the make and the build directory.
 set -u
@@ -51,6 +51,16 @@ for t in $TOOLS; do
 		[ -z "$w" ] || bad "$page: mandoc: $w"
 	fi
 	grep -q "See $t(8)" "tools/$t.c" || bad "tools/$t.c: --help does not point to $t(8)"
+	# bash completion offers what --help lists (dist/asyncbpf.bash-completion)
+	if [ -x "$BUILD/$t" ]; then
+		help=$("$BUILD/$t" --help | grep -oE -- '(^ *(-[A-Za-z], )?|\[)--[a-z][a-z0-9-]*' |
+			sed 's/.*--//')
+		for o in $opts; do
+			[ "$o" = help ] && continue
+			echo "$help" | grep -qx -- "$o" ||
+				bad "$t --help does not list --$o (bash completion reads it there)"
+		done
+	fi
 done
 
 # make install into a temporary root: everything under it, nothing elsewhere

@@ -35,7 +35,7 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 NATIVE_CHAIN := $(OUT)/tests/libchain.so $(OUT)/tests/chainext.abi3.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all install deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
+.PHONY: all install deb deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD) $(NATIVE_CHAIN)
@@ -94,7 +94,7 @@ $(LIB): $(USER_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 $(OUT)/%: tools/%.c $(LIB) | $(SKELS)
-	$(CC) $(CFLAGS) $(DEPFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $< $(LIB) $(LDFLAGS) $(LDLIBS) -o $@
 
 # the live view draws with ncursesw (Debian's libncurses-dev)
 $(OUT)/asyncbpf-top: LDLIBS += -lncursesw
@@ -110,7 +110,7 @@ $(OUT)/tests/%: tests/unit/%.c $(LIB) | $(SKELS)
 # the memcpy reader's library, loaded into targets with LD_PRELOAD; never with the
 # sanitizers, whose runtime the targets do not load
 $(PRELOAD): preload/asyncbpf-memcpy.c | $(OUT)
-	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) $(DEPFLAGS) -fPIC -shared $< -ldl -o $@
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) $(DEPFLAGS) -fPIC -shared $< $(LDFLAGS) -ldl -o $@
 
 # the --native tests' C chains (a library for ctypes, an extension module): no frame
 # pointers, each call a frame of its own
@@ -141,6 +141,15 @@ test: deps
 	$(MAKE) integration
 	$(MAKE) test-kernels
 	$(MAKE) test-sanitize
+
+# The Debian package (debian/), built from the committed tree (git archive HEAD) in
+# $(OUT)/deb/asyncbpf with Debian's own tools; the .deb lands in $(OUT)/deb/, then
+# lintian must find no error. Needs dpkg-dev, debhelper and lintian (make deps).
+deb:
+	rm -rf $(OUT)/deb && mkdir -p $(OUT)/deb/asyncbpf
+	git archive --format=tar HEAD | tar -x -C $(OUT)/deb/asyncbpf
+	cd $(OUT)/deb/asyncbpf && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error $(OUT)/deb/asyncbpf_*.deb
 
 # Debian's kernels of bullseye (5.10), bookworm (6.1), trixie (6.12) and sid booted under
 # qemu, each running a smoke subset (tests/kernels/); the kernels are cached in

@@ -22,6 +22,8 @@ pkgs="$pkgs qemu-system-x86 busybox-static debian-archive-keyring gpgv xz-utils 
 pkgs="$pkgs libdw-dev linux-perf"
 # tests/unit/docs.sh: groff and mandoc check the manual pages, systemd-analyze the unit
 pkgs="$pkgs mandoc groff-base systemd"
+# make deb: Debian's packaging tools
+pkgs="$pkgs dpkg-dev debhelper lintian"
 command -v npm >/dev/null 2>&1 || pkgs="$pkgs nodejs npm"
 missing=""
 for p in $pkgs; do

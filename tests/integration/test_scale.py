@@ -139,7 +139,7 @@ AGENT_SECONDS = int(os.environ.get("ASYNCBPF_AGENT_SCALE_SECONDS") or 60)
 
 
 @pytest.mark.skipif(not os.environ.get("ASYNCBPF_AGENT_SCALE"),
-                    reason="the agent's cost for README, opt-in: ASYNCBPF_AGENT_SCALE=1")
+                    reason="the agent's cost for docs/agent.md, opt-in: ASYNCBPF_AGENT_SCALE=1")
 def test_agent_hundred_processes(root_record_bin):
     """asyncbpf-agent at its defaults (-a, 97 Hz, 15 s intervals) shipping to a loopback
     Pyroscope: every one of the 100 processes is delivered; its CPU in steady state,

@@ -146,7 +146,7 @@ def assert_restored(t, how):
 
 def test_live_view(top_bin, python):
     """The hottest function and task path at the top within 3 s of the first screen;
-    s, /, Enter, Backspace, space, a resize and q do what the README says; the terminal
+    s, /, Enter, Backspace, space, a resize and q do what asyncbpf-top(8) says; the terminal
     is restored."""
     with Workload(python.path, "top_mix.py") as w, tmux([top_bin, "-p", str(w.pid)]) as t:
         hot, paths = w.fact("hot"), [p.replace(" -> ", ARROW) for p in w.fact("paths")]

@@ -211,11 +211,13 @@ struct task_link {
 };
 
 #define SITE_FRAMES 24 /* creator frames kept per creation site */
+#define SITE_OUTER  4  /* of which the outermost, when there are more */
 
 /* Where a task was created (task_sites, keyed by the new task): its creator's frames at
  * that moment, innermost first, from the create call out to the creator's coroutine,
- * always last. When there are more, the innermost SITE_FRAMES - 2, the coroutine's and
- * the one it runs are kept, and more says how many between them are not. */
+ * always last. When there are more, the innermost SITE_FRAMES - SITE_OUTER and the
+ * outermost SITE_OUTER (the coroutine's and what it runs: a wrapper's, anyio 4's, is
+ * told apart by them) are kept, and more says how many between them are not. */
 struct task_site {
 	__u64 serial; /* the created task's */
 	__u32 nframes;

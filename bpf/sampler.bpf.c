@@ -282,8 +282,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	/* the creation site: thread frames 0 (the create call) to f.idx (the creator's
-	 * coroutine); of more than SITE_FRAMES, the innermost, the coroutine's and the one it
-	 * runs (a wrapper's, anyio 4's, is told apart by it) */
+	 * coroutine); of more than SITE_FRAMES, the innermost and the SITE_OUTER outermost */
 	if (f.idx >= MAX_FRAMES)
 		return 0;
 	more = f.idx >= SITE_FRAMES ? f.idx + 1 - SITE_FRAMES : 0;
@@ -291,10 +290,10 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	sc->site.nframes = f.idx + 1 - more;
 	sc->site.more = more;
 	__builtin_memcpy(sc->site.frames, sc->s.frames, sizeof(sc->site.frames));
-	if (more) {
-		sc->site.frames[SITE_FRAMES - 1] = sc->s.frames[f.idx & (MAX_FRAMES - 1)];
-		sc->site.frames[SITE_FRAMES - 2] = sc->s.frames[(f.idx - 1) & (MAX_FRAMES - 1)];
-	}
+	if (more)
+		for (__u32 k = 0; k < SITE_OUTER; k++)
+			sc->site.frames[SITE_FRAMES - 1 - k] =
+				sc->s.frames[(f.idx - k) & (MAX_FRAMES - 1)];
 	sc->site_key.pid = pid;
 	sc->site_key.pad = 0;
 	sc->site_key.task = self;

@@ -75,10 +75,13 @@ def test_requests_not_nested(recorded):
         "--stats counts no chain stopped: the rule was never needed?" + r.describe())
 
 
+OUTER = 4  # SITE_OUTER: a cut site's outermost frames kept
+
+
 def test_deep_site_cut_counted(recorded):
-    """A creation site deeper than 24 frames: the creator's coroutine frame and the next,
-    "[N more frames]", then the innermost frames down to the create call; N and the frames
-    shown add up to the site the workload recorded."""
+    """A creation site deeper than 24 frames: its SITE_OUTER (4) outermost frames, from the
+    creator's coroutine down, "[N more frames]", then the innermost frames down to the
+    create call; N and the frames shown add up to the site the workload recorded."""
     r, w = recorded
     site = w.fact("deep_site")
     deep = later_generations(r, w, "deep")
@@ -93,11 +96,12 @@ def test_deep_site_cut_counted(recorded):
         if end is None:
             return "no [created by] after the spawner"
         got = out[at:end]
-        m = re.fullmatch(r"\[(\d+) more frames\]", got[2]) if len(got) > 2 else None
+        m = re.fullmatch(r"\[(\d+) more frames\]", got[OUTER]) if len(got) > OUTER else None
         if not m:
-            return "no cut marker after the coroutine's two frames: %s" % got[:3]
-        whole = got[:2] + ["?"] * int(m.group(1)) + got[3:]
-        if len(whole) != len(site) or got[:2] != site[:2] or got[3:] != site[-len(got[3:]):]:
+            return "no cut marker after the %d outermost frames: %s" % (OUTER, got[:OUTER + 1])
+        inner = got[OUTER + 1:]
+        whole = got[:OUTER] + ["?"] * int(m.group(1)) + inner
+        if len(whole) != len(site) or got[:OUTER] != site[:OUTER] or inner != site[-len(inner):]:
             return "%d frames shown + %s left out != the %d recorded" % (
                 len(got) - 1, m.group(1), len(site))
         return None

@@ -380,7 +380,7 @@ tasks:
 			/* where it created the task below it, whatever it runs now */
 			for (uint32_t i = site ? site->nframes : 0; i-- > 0;) {
 				ids[n++] = python_frame(r, tg, &site->frames[i]);
-				if (i + 2 == site->nframes && site->more)
+				if (i + SITE_OUTER == site->nframes && site->more)
 					ids[n++] = more_frames(r, site->more);
 			}
 			ids[n++] = special(r, "[created by]");

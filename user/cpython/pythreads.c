@@ -379,9 +379,11 @@ static void resolve(struct pt_thread *th, const struct pt_proc *p)
 	th->failed = false;
 	if (!e || (th->ident && e->ident != th->ident)) {
 		/* not a thread of threading's, or the Thread of another thread with its tid
-		 * (it ended and the tid was reused; or ours has not been entered yet) */
+		 * (it ended and the tid was reused; or ours has not been entered yet); or ours,
+		 * ending: it leaves _active before its last bytecodes, and the same thread state
+		 * and ident under the same tid say it is the thread named before */
 		th->failed = e && !th->name;
-		if (e)
+		if (e || (th->ident && th->name))
 			return;
 		free(th->name);
 		th->name = NULL;
@@ -399,6 +401,23 @@ static void resolve(struct pt_thread *th, const struct pt_proc *p)
 	}
 }
 
+/* A thread without a thread state: one that has let its own go, at its very end, keeps
+ * the name it had (a tid is not handed out again that soon); one that has not made its
+ * own yet has no name of Python's: nothing in memory ties it to its Thread. */
+static const char *ending_name(struct pythreads *pt, pid_t pid, pid_t tid, double now)
+{
+	for (size_t i = 0; i < pt->nprocs; i++) {
+		struct pt_proc *p = &pt->procs[i];
+
+		if (p->pid != pid || !p->cap)
+			continue;
+		for (size_t j = slot(p, tid); p->th[j].tid; j = (j + 1) & (p->cap - 1))
+			if (p->th[j].tid == tid)
+				return now - p->th[j].seen <= THREAD_IDLE ? p->th[j].name : NULL;
+	}
+	return NULL;
+}
+
 const char *pythreads_name(struct pythreads *pt, const struct py_target *t, pid_t tid,
 			   uint64_t tstate)
 {
@@ -406,9 +425,9 @@ const char *pythreads_name(struct pythreads *pt, const struct py_target *t, pid_
 	struct pt_thread *th;
 	double now;
 
-	if (!tstate)
-		return NULL;
 	now = now_s();
+	if (!tstate)
+		return ending_name(pt, t->pid, tid, now);
 	p = proc_of(pt, t);
 	if (!p)
 		return NULL;

@@ -26,8 +26,9 @@ struct pythreads *pythreads_new(void);
 void pythreads_free(struct pythreads *pt);
 
 /* Python's name of thread tid of t, whose thread state at the sample was tstate (0:
- * none), or NULL when Python has none (not started by threading, threading not imported,
- * no thread state) or it could not be read (counted). Valid until the next call. */
+ * none: the name it had, at a thread's end), or NULL when Python has none (not started by
+ * threading, threading not imported, no thread state yet) or it could not be read
+ * (counted). Valid until the next call. */
 const char *pythreads_name(struct pythreads *pt, const struct py_target *t, pid_t tid,
 			   uint64_t tstate);
 

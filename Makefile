@@ -35,7 +35,7 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 NATIVE_CHAIN := $(OUT)/tests/libchain.so $(OUT)/tests/chainext.abi3.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all install deb deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels
+.PHONY: all install deb deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels test-deb
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD) $(NATIVE_CHAIN)
@@ -150,6 +150,11 @@ deb:
 	git archive --format=tar HEAD | tar -x -C $(OUT)/deb/asyncbpf
 	cd $(OUT)/deb/asyncbpf && dpkg-buildpackage -us -uc -b
 	lintian --fail-on error $(OUT)/deb/asyncbpf_*.deb
+
+# The package installed with apt into fresh bookworm and sid trees and used there
+# (tests/deb/install.sh): minutes of debootstrap, so not part of make test.
+test-deb: deb
+	tests/deb/install.sh $(OUT)/deb/asyncbpf_*.deb
 
 # Debian's kernels of bullseye (5.10), bookworm (6.1), trixie (6.12) and sid booted under
 # qemu, each running a smoke subset (tests/kernels/); the kernels are cached in

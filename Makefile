@@ -11,9 +11,11 @@ OUT := build
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 CFLAGS ?= -O2 -g
-# user/ is the library, one folder per stage a sample passes through (see their README.md)
-USER_DIRS := $(sort $(dir $(wildcard user/*/*.c user/*/*.h)))
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -Ibpf -Iuser $(patsubst %/,-I%,$(USER_DIRS))
+# user/ is the library, one folder per stage a sample passes through (see their README.md).
+# One -I per root: the library's headers are named from user/ ("cpython/pyproc.h"), every
+# other header from the repository root ("bpf/asyncbpf.h", "tests/unit/unit.h"), and the
+# generated skeletons from $(OUT) ("sampler.skel.h"); see user/README.md.
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I$(OUT) -I. -Iuser
 # Extra compiler flags of a variant build (sanitizers; see test-sanitize and fuzz)
 SANFLAGS ?=
 CFLAGS += $(SANFLAGS)
@@ -105,7 +107,7 @@ $(OUT)/asyncbpf-agent: LDLIBS += -lcurl
 
 $(OUT)/tests/%: tests/unit/%.c $(LIB) | $(SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(DEPFLAGS) -Itests/unit $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CFLAGS) $(DEPFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
 # the memcpy reader's library, loaded into targets with LD_PRELOAD; never with the
 # sanitizers, whose runtime the targets do not load

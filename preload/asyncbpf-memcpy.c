@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mcshm.h"
+#include "readers/mcshm.h"
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
@@ -33,7 +33,7 @@ static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);
 static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static const struct task_link *pw_task_link(__u32 pid, __u64 task);
 
-#include "pywalk.h"
+#include "bpf/pywalk.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "profile.h"
-#include "recorder.h"
-#include "recorder_cli.h"
-#include "series.h"
-#include "ship.h"
+#include "profile/profile.h"
+#include "recorder/recorder.h"
+#include "recorder/recorder_cli.h"
+#include "ship/series.h"
+#include "ship/ship.h"
 
 #define PROG	     "asyncbpf-agent"
 #define DEFAULT_FREQ 97 /* as Grafana Alloy's pyroscope.ebpf: not in step with 100 Hz timers */

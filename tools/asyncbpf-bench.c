@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "benchrun.h"
-#include "benchstats.h"
-#include "readers.h"
-#include "sigcost.h"
-#include "svgplot.h"
+#include "bench/benchrun.h"
+#include "bench/benchstats.h"
+#include "profile/readers.h"
+#include "bench/sigcost.h"
+#include "bench/svgplot.h"
 
 #define MAX_REPS   20
 #define NREADERS   4 /* the three readers, then bpf with --native */

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "command.h"
-#include "outfile.h"
-#include "profile.h"
-#include "recorder.h"
-#include "recorder_cli.h"
-#include "sampler.h"
-#include "writers.h"
+#include "process/command.h"
+#include "profile/outfile.h"
+#include "profile/profile.h"
+#include "recorder/recorder.h"
+#include "recorder/recorder_cli.h"
+#include "readers/sampler.h"
+#include "profile/writers.h"
 
 /* s a command has to exit by itself after a signal ended the recording (a terminal's
  * Ctrl-C reaches it too), before it is sent SIGTERM */

@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "readers.h"
-#include "tables.h"
-#include "writers.h"
+#include "profile/readers.h"
+#include "view/tables.h"
+#include "profile/writers.h"
 
 #define EXIT_USAGE 1
 #define EXIT_INPUT 2

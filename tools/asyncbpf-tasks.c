@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "atasks.h"
-#include "pstree.h"
-#include "pyproc.h"
-#include "sampler.h"
-#include "symbolize.h"
+#include "asyncio/atasks.h"
+#include "asyncio/pstree.h"
+#include "cpython/pyproc.h"
+#include "readers/sampler.h"
+#include "cpython/symbolize.h"
 
 #define EXIT_USAGE  1
 #define EXIT_ENV    2

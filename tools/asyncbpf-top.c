@@ -16,12 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "recorder.h"
-#include "recorder_cli.h"
-#include "sampler.h"
-#include "topview.h"
-#include "window.h"
+#include "profile/profile.h"
+#include "recorder/recorder.h"
+#include "recorder/recorder_cli.h"
+#include "readers/sampler.h"
+#include "view/topview.h"
+#include "view/window.h"
 
 #define PROG "asyncbpf-top"
 /* s of recording between two looks at the keyboard */

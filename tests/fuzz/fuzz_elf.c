@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfread.h"
+#include "process/elfread.h"
 
 static void lookups(struct elf_file *e, const char *sym)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linetable.h"
-#include "py_layouts.h"
+#include "cpython/linetable.h"
+#include "cpython/py_layouts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "profile.h"
-#include "readers.h"
-#include "writers.h"
+#include "profile/profile.h"
+#include "profile/readers.h"
+#include "profile/writers.h"
 
 static void write_all(struct profile *p)
 {

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memread.h"
-#include "py_layouts.h"
-#include "py_objmodel.h"
-#include "pystr.h"
-#include "symbolize.h"
-#include "vmwalk.h"
+#include "process/memread.h"
+#include "cpython/py_layouts.h"
+#include "cpython/py_objmodel.h"
+#include "cpython/pystr.h"
+#include "cpython/symbolize.h"
+#include "readers/vmwalk.h"
 
 #define MEM_BASE 0x10000ULL
 #define MEM_TOP	 (1ULL << 47)

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "py_layouts.h"
+#include "cpython/py_layouts.h"
 
 #define MEM_BASE 0x10000ULL
 #define HDR	 9

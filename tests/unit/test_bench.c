@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "benchrun.h"
-#include "benchstats.h"
-#include "profile.h"
-#include "svgplot.h"
-#include "unit.h"
+#include "bench/benchrun.h"
+#include "bench/benchstats.h"
+#include "profile/profile.h"
+#include "bench/svgplot.h"
+#include "tests/unit/unit.h"
 
 static void test_summary(void)
 {

@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "cfirules.h"
-#include "unit.h"
+#include "native/cfirules.h"
+#include "tests/unit/unit.h"
 
 static const Dwfl_Callbacks callbacks = {
 	.find_elf = dwfl_linux_proc_find_elf,

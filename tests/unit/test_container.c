@@ -3,9 +3,9 @@
  * the cgroup chosen from /proc/PID/cgroup; --cgroup paths; the symbol cache's cap. */
 #include <string.h>
 
-#include "container.h"
-#include "procfilter.h"
-#include "unit.h"
+#include "process/container.h"
+#include "process/procfilter.h"
+#include "tests/unit/unit.h"
 
 #define ID  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define POD "pod1a2b3c4d_5e6f_7a8b_9c0d_1e2f3a4b5c6d"

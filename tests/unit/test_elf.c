@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elfread.h"
-#include "unit.h"
+#include "process/elfread.h"
+#include "tests/unit/unit.h"
 
 static int write_file(const char *path, const void *buf, size_t len)
 {

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "unit.h"
-#include "memread.h"
-#include "py_layouts.h"
+#include "tests/unit/unit.h"
+#include "process/memread.h"
+#include "cpython/py_layouts.h"
 
 /* Prints one line of facts from inside marker_\u00e9 (name Latin-1, qualname
  * outer_\u03a9.<locals>.marker_\u00e9 UCS-2, file <gen-layouts-test> ASCII), then sleeps

@@ -14,9 +14,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "linetable.h"
-#include "pydir.h"
-#include "unit.h"
+#include "cpython/linetable.h"
+#include "tests/unit/pydir.h"
+#include "tests/unit/unit.h"
 
 #define MAX_OFFS (1 << 20)
 

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mcshm.h"
-#include "unit.h"
+#include "readers/mcshm.h"
+#include "tests/unit/unit.h"
 
 static struct mc_shm *shm;
 static sigjmp_buf own_jmp;

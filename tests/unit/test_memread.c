@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "memread.h"
-#include "unit.h"
+#include "process/memread.h"
+#include "tests/unit/unit.h"
 
 #define EACH 16
 #define N    600 /* more than one batch */

@@ -18,15 +18,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "memread.h"
-#include "py_layouts.h"
-#include "py_objmodel.h"
-#include "pyproc.h"
-#include "pystr.h"
-#include "pydir.h"
-#include "unit.h"
+#include "process/memread.h"
+#include "cpython/py_layouts.h"
+#include "cpython/py_objmodel.h"
+#include "cpython/pyproc.h"
+#include "cpython/pystr.h"
+#include "tests/unit/pydir.h"
+#include "tests/unit/unit.h"
 
-#include "vmwalk.h"
+#include "readers/vmwalk.h"
 
 #define MAX_FACTS 256
 #define MAX_TOK	  48

@@ -9,8 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "objread.h"
-#include "unit.h"
+#include "cpython/objread.h"
+#include "tests/unit/unit.h"
 
 int main(void)
 {

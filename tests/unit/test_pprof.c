@@ -5,10 +5,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "protobuf.h"
-#include "readers.h"
-#include "unit.h"
-#include "writers.h"
+#include "profile/protobuf.h"
+#include "profile/readers.h"
+#include "tests/unit/unit.h"
+#include "profile/writers.h"
 
 static struct profile *sample_profile(void)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asyncbpf.h"
-#include "unit.h"
+#include "bpf/asyncbpf.h"
+#include "tests/unit/unit.h"
 
 #define NPAGES 16
 #define PAGE   4096
@@ -40,7 +40,7 @@ static int fake_read(void *dst, uint32_t len, uint64_t addr)
 #define PW_PAGES_LAZY		     lazy
 #define PW_PAGES_RAW(dst, len, addr) fake_read(dst, len, addr)
 #define PW_PAGES_COPY(dst, len, src) (memcpy(dst, src, len), 0)
-#include "pwpages.h"
+#include "bpf/pwpages.h"
 
 static struct pw_pages cache;
 

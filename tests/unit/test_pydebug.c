@@ -5,11 +5,11 @@
  * refused with one line. */
 #include <string.h>
 
-#include "py_layouts.h"
-#include "py_objmodel.h"
-#include "pydebug.h"
-#include "pydebug_fixtures.h"
-#include "unit.h"
+#include "cpython/py_layouts.h"
+#include "cpython/py_objmodel.h"
+#include "cpython/pydebug.h"
+#include "tests/unit/pydebug_fixtures.h"
+#include "tests/unit/unit.h"
 
 #define N(a) (sizeof(a) / sizeof(a[0]))
 

@@ -20,11 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procmaps.h"
-#include "py_layouts.h"
-#include "pyproc.h"
-#include "pydir.h"
-#include "unit.h"
+#include "process/procmaps.h"
+#include "cpython/py_layouts.h"
+#include "cpython/pyproc.h"
+#include "tests/unit/pydir.h"
+#include "tests/unit/unit.h"
 
 static char tmpdir[] = "/tmp/test_pyproc.XXXXXX";
 

@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memread.h"
-#include "pyproc.h"
-#include "pythreads.h"
-#include "pydir.h"
-#include "unit.h"
+#include "process/memread.h"
+#include "cpython/pyproc.h"
+#include "cpython/pythreads.h"
+#include "tests/unit/pydir.h"
+#include "tests/unit/unit.h"
 
 enum { MAIN, NAMED, UNICODE, LONG, DUMMY, NKINDS };
 static const char *const kinds[NKINDS] = { "main", "named", "unicode", "long", "dummy" };

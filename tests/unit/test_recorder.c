@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profile.h"
-#include "pydir.h"
-#include "recorder.h"
-#include "unit.h"
+#include "profile/profile.h"
+#include "tests/unit/pydir.h"
+#include "recorder/recorder.h"
+#include "tests/unit/unit.h"
 
 #define FREQ	999
 #define SLICE	0.05

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "series.h"
-#include "shipq.h"
-#include "unit.h"
+#include "ship/series.h"
+#include "ship/shipq.h"
+#include "tests/unit/unit.h"
 
 struct seen {
 	size_t parts, max_stacks, max_len;

@@ -16,14 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "memread.h"
-#include "py_layouts.h"
-#include "pystr.h"
-#include "symbolize.h"
-#include "pydir.h"
-#include "unit.h"
+#include "process/memread.h"
+#include "cpython/py_layouts.h"
+#include "cpython/pystr.h"
+#include "cpython/symbolize.h"
+#include "tests/unit/pydir.h"
+#include "tests/unit/unit.h"
 
-#include "vmwalk.h"
+#include "readers/vmwalk.h"
 
 #define MAX_CODES 128
 #define MAX_LINES 4096

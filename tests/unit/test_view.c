@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables.h"
-#include "textfit.h"
-#include "topview.h"
-#include "unit.h"
-#include "window.h"
+#include "view/tables.h"
+#include "view/textfit.h"
+#include "view/topview.h"
+#include "tests/unit/unit.h"
+#include "view/window.h"
 
 /* pid 10: A -> B: leaf 6 times, A -> C: other 3 times; pid 20: no task, hot 1 time */
 static struct profile *sample_profile(void)

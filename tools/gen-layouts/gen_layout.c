@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pylayout.h"
+#include "bpf/pylayout.h"
 
 #ifndef READ_MAX
 #define READ_MAX 128 /* PW_READ_MAX of bpf/pywalk.h */

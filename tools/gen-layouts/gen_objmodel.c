@@ -40,7 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "py_objmodel.h"
+#include "cpython/py_objmodel.h"
 
 #ifndef READ_MAX
 #define READ_MAX 128 /* PW_READ_MAX of bpf/pywalk.h */

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atasks.h"
-#include "procmaps.h"
-#include "py314.h"
-#include "py_layouts.h"
-#include "sampler.h"
-#include "tasknames.h"
-#include "vmwalk.h"
+#include "asyncio/atasks.h"
+#include "process/procmaps.h"
+#include "cpython/py314.h"
+#include "cpython/py_layouts.h"
+#include "readers/sampler.h"
+#include "asyncio/tasknames.h"
+#include "readers/vmwalk.h"
 
 #define MAX_SNAPSHOT_TASKS 65536
 #define MAX_CALLBACKS	   64

@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "objread.h"
-#include "py314.h"
-#include "pyproc.h"
+#include "cpython/objread.h"
+#include "cpython/py314.h"
+#include "cpython/pyproc.h"
 
 /* frames of a task's coroutine chain kept; the rest are counted up to ATASK_WALK_MAX */
 #define ATASK_MAX_FRAMES (1u << 16)

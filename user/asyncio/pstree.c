@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pstree.h"
+#include "asyncio/pstree.h"
 
 enum { NODE_TASK, NODE_CORO };
 

@@ -6,8 +6,8 @@
 
 #include <stdio.h>
 
-#include "atasks.h"
-#include "symbolize.h"
+#include "asyncio/atasks.h"
+#include "cpython/symbolize.h"
 
 /* Prints the tree to out and returns 0; on a cycle prints the cycles to err, in
  * pstree's words, and returns 1; -1 when out of memory. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <time.h>
 
-#include "snappace.h"
+#include "asyncio/snappace.h"
 
 #define ACTIVE_INTERVAL 0.5   /* s between snapshots of a process being sampled */
 #define IDLE_MAX	8.0   /* s at most between snapshots of an idle process */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record.h"
+#include "profile/record.h"
 
 struct snappace {
 	double budget;	       /* share of a core for all snapshots together */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 
-#include "taskmaps.h"
-#include "tracker.h"
+#include "asyncio/taskmaps.h"
+#include "asyncio/tracker.h"
 
 void tm_init(struct taskmaps *m)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "../../bpf/asyncbpf.h"
+#include "bpf/asyncbpf.h"
 
 #define TM_SLOTS (1u << 14) /* per table */
 #define TM_PROBE 64	    /* slots a lookup or an insertion looks at */

@@ -8,10 +8,10 @@
 #include <bpf/bpf.h>
 
 #include "hash.h"
-#include "memread.h"
-#include "objread.h"
-#include "pystr.h"
-#include "tasknames.h"
+#include "process/memread.h"
+#include "cpython/objread.h"
+#include "cpython/pystr.h"
+#include "asyncio/tasknames.h"
 
 struct seen_ent {
 	pid_t pid; /* 0 = empty, -1 = deleted */

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/asyncbpf.h"
-#include "pyproc.h"
+#include "bpf/asyncbpf.h"
+#include "cpython/pyproc.h"
 
 #define TASK_NAME_CUT  "\u2026" /* after the first TASK_NAME_MAX characters of a longer name */
 #define TASK_NAME_TEXT (TASK_NAME_MAX * 4 + sizeof(TASK_NAME_CUT)) /* a name in UTF-8 */

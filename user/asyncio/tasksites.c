@@ -6,7 +6,7 @@
 #include <bpf/bpf.h>
 
 #include "hash.h"
-#include "tasksites.h"
+#include "asyncio/tasksites.h"
 
 /* Direct-mapped: a site is asked for at each sample of its task while the task lives,
  * and is written once, at the task's creation, so a miss is a map lookup at worst. */

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "atasks.h"
-#include "memread.h"
-#include "tasknames.h"
-#include "tracker.h"
+#include "asyncio/atasks.h"
+#include "process/memread.h"
+#include "asyncio/tasknames.h"
+#include "asyncio/tracker.h"
 
 struct known {
 	uint64_t task, coro, serial;

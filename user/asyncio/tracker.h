@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pyproc.h"
-#include "sampler.h"
+#include "cpython/pyproc.h"
+#include "readers/sampler.h"
 
 struct tracker;
 

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "benchrun.h"
-#include "procfs.h"
+#include "bench/benchrun.h"
+#include "process/procfs.h"
 
 #define SETTLE_S    0.5 /* after the recorder is ready, before the work starts */
 #define START_S	    30	/* for the workload to say READY */

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "benchstats.h"
+#include "bench/benchstats.h"
 
 static int cmp_d(const void *a, const void *b)
 {

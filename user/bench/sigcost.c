@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "sigcost.h"
+#include "bench/sigcost.h"
 
 #include <math.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "benchstats.h"
+#include "bench/benchstats.h"
 
 static volatile sig_atomic_t delivered;
 

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "svgplot.h"
+#include "bench/svgplot.h"
 
 /* the page and its margins, in pixels */
 #define W 640.0

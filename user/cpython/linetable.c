@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #include <limits.h>
 
-#include "linetable.h"
+#include "cpython/linetable.h"
 
 /* Lines are summed in 64 bits so that garbage deltas cannot overflow. */
 static int clamp_line(int64_t line)

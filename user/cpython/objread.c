@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memread.h"
-#include "objread.h"
-#include "pystr.h"
+#include "process/memread.h"
+#include "cpython/objread.h"
+#include "cpython/pystr.h"
 
 #define MAX_BASES   16	/* tp_base chain */
 #define MAX_MEMBERS 64	/* __slots__ of one type */

@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "py_objmodel.h"
-#include "pyproc.h"
+#include "cpython/py_objmodel.h"
+#include "cpython/pyproc.h"
 
 #define OBJ_MAX_ITEMS 65536 /* largest container walked */
 

@@ -4,13 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "elfread.h"
-#include "memread.h"
-#include "procmaps.h"
-#include "py314.h"
-#include "py_layouts.h"
-#include "pydebug.h"
-#include "pyproc.h"
+#include "process/elfread.h"
+#include "process/memread.h"
+#include "process/procmaps.h"
+#include "cpython/py314.h"
+#include "cpython/py_layouts.h"
+#include "cpython/pydebug.h"
+#include "cpython/pyproc.h"
 
 /* _Py_AsyncioModuleDebugOffsets (Modules/_asynciomodule.c): the same in 3.14 and 3.15 */
 struct aio_section {

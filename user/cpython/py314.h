@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/asyncbpf.h"
+#include "bpf/asyncbpf.h"
 
 struct py_target;
 

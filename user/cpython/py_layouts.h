@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/pylayout.h"
+#include "bpf/pylayout.h"
 
 /* PY_VERSION_HEX helpers: 0xMMmmppLS (major, minor, micro, level, serial). */
 #define PYV(major, minor) (((uint32_t)(major) << 24) | ((uint32_t)(minor) << 16))

@@ -4,7 +4,7 @@
 #ifndef ASYNCBPF_PY_LAYOUTS_TABLE_H
 #define ASYNCBPF_PY_LAYOUTS_TABLE_H
 
-#include "py_layouts.h"
+#include "cpython/py_layouts.h"
 
 extern const struct py_layout py_layout_table[];
 extern const unsigned int py_layout_table_len;

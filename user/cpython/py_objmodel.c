@@ -3,7 +3,7 @@
  * structs gen-layouts/gen_objmodel.c transcribes); do not edit. Regenerate with
  * `make layouts`. functools.partial and _asyncio are in py_objmodel_find.c. */
 /* clang-format off */
-#include "py_objmodel_table.h"
+#include "cpython/py_objmodel_table.h"
 
 const struct py_objmodel py_objmodel_gen[] = {
 	{

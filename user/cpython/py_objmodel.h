@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/pyasync.h"
+#include "bpf/pyasync.h"
 
 enum py_dict_model {
 	PY_DICT_38 = 1,	 /* 3.8-3.10: dk_size, dk_indices sized by dk_size, entries of 24 bytes,

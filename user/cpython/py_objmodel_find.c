@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memread.h"
-#include "py_layouts.h"
-#include "py_objmodel_table.h"
+#include "process/memread.h"
+#include "cpython/py_layouts.h"
+#include "cpython/py_objmodel_table.h"
 
 /*
  * FutureObj / TaskObj of Modules/_asynciomodule.c, by the first release that has the

@@ -4,7 +4,7 @@
 #ifndef ASYNCBPF_PY_OBJMODEL_TABLE_H
 #define ASYNCBPF_PY_OBJMODEL_TABLE_H
 
-#include "py_objmodel.h"
+#include "cpython/py_objmodel.h"
 
 /* One per release line, every field measured from headers except partial_* and the
  * _asyncio part of async (fut_*, task_*, futureiter_future, and wakeup_task before 3.10). */

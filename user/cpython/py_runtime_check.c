@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "py_layouts.h"
-#include "py_layouts_table.h"
-#include "pydebug.h"
+#include "cpython/py_layouts.h"
+#include "cpython/py_layouts_table.h"
+#include "cpython/pydebug.h"
 
 static void version_str(uint32_t v, char *buf, size_t len)
 {

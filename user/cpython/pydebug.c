@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "memread.h"
-#include "py_layouts.h"
-#include "pydebug.h"
+#include "process/memread.h"
+#include "cpython/py_layouts.h"
+#include "cpython/pydebug.h"
 
 #define COOKIE "xdebugpy"
 

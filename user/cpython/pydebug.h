@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../bpf/asyncbpf.h"
-#include "py_objmodel.h"
+#include "bpf/asyncbpf.h"
+#include "cpython/py_objmodel.h"
 
 /* The fields of _Py_DebugOffsets asyncbpf reads (whatever slot each line keeps them in). */
 enum pydbg_field {

@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfread.h"
-#include "memread.h"
-#include "procfs.h"
-#include "procmaps.h"
-#include "py_layouts.h"
-#include "pydebug.h"
-#include "pyproc.h"
+#include "process/elfread.h"
+#include "process/memread.h"
+#include "process/procfs.h"
+#include "process/procmaps.h"
+#include "cpython/py_layouts.h"
+#include "cpython/pydebug.h"
+#include "cpython/pyproc.h"
 
 #define PF_EXITING 0x00000004 /* task flags: getting shut down */
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */

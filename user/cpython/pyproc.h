@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/asyncbpf.h"
-#include "py_objmodel.h"
+#include "bpf/asyncbpf.h"
+#include "cpython/py_objmodel.h"
 
 enum pyproc_status {
 	PYPROC_OK = 0,

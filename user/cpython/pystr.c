@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memread.h"
-#include "pystr.h"
+#include "process/memread.h"
+#include "cpython/pystr.h"
 
 #define HDR_MAX 256
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/pylayout.h"
+#include "bpf/pylayout.h"
 
 #define PYSTR_MAX_CHARS 4096 /* longer strings are cut and end with PYSTR_CUT */
 #define PYSTR_CUT	"..."

@@ -16,9 +16,9 @@
 #include <time.h>
 
 #include "hash.h"
-#include "memread.h"
-#include "objread.h"
-#include "pythreads.h"
+#include "process/memread.h"
+#include "cpython/objread.h"
+#include "cpython/pythreads.h"
 
 #define MAX_ACTIVE  4096 /* threads of one _active read */
 #define NEW_THREAD  0.05 /* a thread unknown to a read this old reads _active again */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pyproc.h"
+#include "cpython/pyproc.h"
 
 #define PYTHREAD_NAME_CHARS 255 /* longer names are cut to this, the last one "…" */
 #define PYTHREADS_REFRESH   1.0 /* seconds a process's names are used before read again */

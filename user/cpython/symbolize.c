@@ -5,12 +5,12 @@
 #include <string.h>
 
 #include "hash.h"
-#include "linetable.h"
-#include "memread.h"
-#include "pystr.h"
-#include "symbolize.h"
+#include "cpython/linetable.h"
+#include "process/memread.h"
+#include "cpython/pystr.h"
+#include "cpython/symbolize.h"
 
-#include "vmwalk.h"
+#include "readers/vmwalk.h"
 
 #define CODE_READ_MAX 1024
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pyproc.h"
+#include "cpython/pyproc.h"
 
 struct py_code {
 	char *qualname; /* co_qualname (3.11+) or co_name; never NULL when valid */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "cfirules.h"
+#include "native/cfirules.h"
 
 #include "hash.h"
 

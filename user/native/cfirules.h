@@ -10,7 +10,7 @@
 #include <elfutils/libdwfl.h>
 #include <stdint.h>
 
-#include "../../bpf/asyncbpf.h"
+#include "bpf/asyncbpf.h"
 
 /* x86-64 registers by DWARF number; valid: a bit per register */
 struct cfi_regs {

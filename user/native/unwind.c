@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "unwind.h"
+#include "native/unwind.h"
 
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfirules.h"
+#include "native/cfirules.h"
 #include "hash.h"
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 /* A frame's name by its pc (as unwound: a return address minus one), per process. */
 struct pc_name_ent {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/asyncbpf.h"
+#include "bpf/asyncbpf.h"
 
 #define NATIVE_MAX_FRAMES 512
 /* a frame in executable memory of no file (a libffi closure's trampoline, JIT code) */

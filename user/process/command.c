@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "command.h"
+#include "process/command.h"
 #include "hash.h"
-#include "procfs.h"
+#include "process/procfs.h"
 
 /* A process of the last /proc scan. */
 struct pinfo {

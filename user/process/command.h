@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "discover.h"
+#include "process/discover.h"
 
 struct command;
 

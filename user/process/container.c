@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "container.h"
-#include "procfs.h"
+#include "process/container.h"
+#include "process/procfs.h"
 
 /* Path components that carry a 64-hex container id, after one of these prefixes and
  * before an optional ".scope": systemd's docker-ID.scope, cri-containerd-ID.scope,

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discover.h"
+#include "process/discover.h"
 #include "hash.h"
-#include "procfs.h"
+#include "process/procfs.h"
 
 struct seen {
 	pid_t pid; /* 0 = empty */

@@ -5,7 +5,7 @@
 
 #include <sys/types.h>
 
-#include "pyproc.h"
+#include "cpython/pyproc.h"
 
 /* Called for each process seen for the first time with a final verdict: PYPROC_OK (t
  * filled), PYPROC_UNSUPPORTED or PYPROC_ERROR (why filled). Not-Python processes are

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elfread.h"
+#include "process/elfread.h"
 
 #define MAX_SEGMENTS 256
 #define MAX_SCAN     (256u << 20) /* bytes of read-only data searched for PY_VERSION */

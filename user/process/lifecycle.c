@@ -8,8 +8,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../../bpf/lcevent.h"
-#include "lifecycle.h"
+#include "bpf/lcevent.h"
+#include "process/lifecycle.h"
 #include "lifecycle.skel.h"
 
 /* A new image maps its libraries and initialises its runtime within milliseconds of the

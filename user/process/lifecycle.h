@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "pyproc.h"
-#include "sampler.h"
+#include "cpython/pyproc.h"
+#include "readers/sampler.h"
 
 struct lifecycle_ops {
 	/* Examine pid and start profiling it if it qualifies; the verdict decides retries */

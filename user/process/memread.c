@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "memread.h"
+#include "process/memread.h"
 
 int mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {

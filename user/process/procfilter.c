@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../bpf/asyncbpf.h"
-#include "procfilter.h"
+#include "bpf/asyncbpf.h"
+#include "process/procfilter.h"
 
 int procfilter_add(struct procfilter *f, enum filter_kind kind, const char *arg, char *why,
 		   size_t len)

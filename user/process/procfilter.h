@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-#include "container.h"
+#include "process/container.h"
 
 #define FILTER_MAX 16
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "process/procfs.h"
 
 ssize_t proc_read(const char *path, char *buf, size_t len)
 {

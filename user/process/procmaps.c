@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procmaps.h"
+#include "process/procmaps.h"
 
 #define MAX_LINE      (PATH_MAX + 128)
 #define MAX_MAPS_SIZE (256u << 20)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "writers.h"
+#include "profile/writers.h"
 
 static void put_frame(FILE *f, const struct frame_sym *s)
 {

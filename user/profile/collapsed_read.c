@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readers.h"
-#include "writers.h"
+#include "profile/readers.h"
+#include "profile/writers.h"
 
 #define MAX_FRAMES 65536
 

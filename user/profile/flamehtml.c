@@ -4,8 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "json.h"
-#include "writers.h"
+#include "profile/json.h"
+#include "profile/writers.h"
 
 #define DATA_MARKER "@ASYNCBPF_PROFILE_DATA@"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdint.h>
 
-#include "json.h"
+#include "profile/json.h"
 
 /* Length of the valid UTF-8 sequence at s, 0 if it is not one. */
 static int utf8_len(const unsigned char *s)

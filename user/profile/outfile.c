@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "outfile.h"
+#include "profile/outfile.h"
 
 /* A directory opened without following any symlink on the way: a symlink an
  * unprivileged user planted (in /tmp, say) must not redirect a root write. */

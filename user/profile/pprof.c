@@ -7,8 +7,8 @@
 #include <zlib.h>
 
 #include "hash.h"
-#include "protobuf.h"
-#include "writers.h"
+#include "profile/protobuf.h"
+#include "profile/writers.h"
 
 /* profile.proto field numbers */
 enum {

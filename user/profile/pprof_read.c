@@ -8,8 +8,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "protobuf.h"
-#include "readers.h"
+#include "profile/protobuf.h"
+#include "profile/readers.h"
 
 #define MAX_INFLATED (256ull << 20)
 #define MAX_FRAMES   65536

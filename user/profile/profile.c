@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "hash.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 struct stack_slot {
 	uint64_t hash;

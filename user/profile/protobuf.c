@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protobuf.h"
+#include "profile/protobuf.h"
 
 void pb_buf_free(struct pb_buf *b)
 {

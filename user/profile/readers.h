@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 /* Collapsed stacks ("frame;frame COUNT" lines). */
 int collapsed_read(const char *buf, size_t len, struct profile *p, char *why, size_t whylen);

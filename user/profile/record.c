@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record.h"
+#include "profile/record.h"
 
 /* a container, process, thread, a marker, the thread's frames, per task a boundary, markers
  * around its coroutine frames or creation site, a leaf marker */

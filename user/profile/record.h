@@ -7,14 +7,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "container.h"
-#include "profile.h"
-#include "pyproc.h"
-#include "pythreads.h"
-#include "symbolize.h"
-#include "tasknames.h"
-#include "tasksites.h"
-#include "unwind.h"
+#include "process/container.h"
+#include "profile/profile.h"
+#include "cpython/pyproc.h"
+#include "cpython/pythreads.h"
+#include "cpython/symbolize.h"
+#include "asyncio/tasknames.h"
+#include "asyncio/tasksites.h"
+#include "native/unwind.h"
 
 struct target {
 	struct py_target t;

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "json.h"
-#include "writers.h"
+#include "profile/json.h"
+#include "profile/writers.h"
 
 struct thread_key {
 	const struct frame_sym *process, *thread;

@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "outfile.h"
-#include "writers.h"
+#include "profile/outfile.h"
+#include "profile/writers.h"
 
 static const struct {
 	const char *name;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 enum out_format {
 	OUT_COLLAPSED,

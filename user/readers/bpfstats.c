@@ -4,7 +4,7 @@
 
 #include <bpf/bpf.h>
 
-#include "bpfstats.h"
+#include "readers/bpfstats.h"
 
 int bpfstats_sum_percpu(const struct bpf_map *m, uint32_t nkeys, uint64_t *out)
 {

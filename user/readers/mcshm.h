@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "../../bpf/asyncbpf.h"
-#include "taskmaps.h"
+#include "bpf/asyncbpf.h"
+#include "asyncio/taskmaps.h"
 
 #define MC_MAGIC   0x316d7063796e7361ULL /* "asyncpm1" */
 #define MC_VERSION 3

@@ -11,8 +11,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bpfstats.h"
-#include "sampler.h"
+#include "readers/bpfstats.h"
+#include "readers/sampler.h"
 #include "sampler.skel.h"
 #include "sampler_bounded.skel.h"
 

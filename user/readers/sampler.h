@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/asyncbpf.h"
+#include "bpf/asyncbpf.h"
 
 /* Called for each record; data is a struct py_sample holding hdr.nframes frames. */
 typedef void (*sampler_cb)(void *ctx, const struct py_sample *s, size_t size);

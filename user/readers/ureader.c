@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mcshm.h"
-#include "memread.h"
-#include "procmaps.h"
-#include "ureader.h"
-#include "vmwalk.h"
+#include "readers/mcshm.h"
+#include "process/memread.h"
+#include "process/procmaps.h"
+#include "readers/ureader.h"
+#include "readers/vmwalk.h"
 
 /* glibc x86-64: offsetof(struct pthread, tid); pthread_self() is the struct's address.
  * Checked on each process against its main thread before use. */

@@ -12,9 +12,9 @@
 
 #include <stdint.h>
 
-#include "pyproc.h"
-#include "sampler.h"
-#include "tracker.h"
+#include "cpython/pyproc.h"
+#include "readers/sampler.h"
+#include "asyncio/tracker.h"
 
 enum reader_kind { READER_BPF, READER_MEMCPY, READER_VMREADV };
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "memread.h"
-#include "taskmaps.h"
+#include "process/memread.h"
+#include "asyncio/taskmaps.h"
 
 static _Thread_local pid_t vmwalk_pid;
 static _Thread_local const struct taskmaps *vmwalk_maps;
@@ -47,7 +47,7 @@ static inline __attribute__((unused)) const struct task_link *pw_task_link(__u32
 /* Each read is a system call, whatever its size: a page is read whole at once. */
 #define PW_PAGES_RAW(dst, len, addr) (mem_read(vmwalk_pid, addr, dst, len) ? -1 : 0)
 #define PW_PAGES_COPY(dst, len, src) (memcpy(dst, src, len), 0)
-#include "pwpages.h"
+#include "bpf/pwpages.h"
 
 /* The process set with vmwalk_target(); a walk through a reader handle reads its pages
  * through the handle's cache (pw_pages_reset it before each walk), NULL reads directly. */
@@ -71,6 +71,6 @@ static inline __attribute__((unused)) const __u8 *pw_view(struct pw_reader *r, _
 	return mem_read(vmwalk_pid, addr, buf, len) ? NULL : buf;
 }
 
-#include "pywalk.h"
+#include "bpf/pywalk.h"
 
 #endif

@@ -10,8 +10,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
-#include "bpfstats.h"
-#include "wall.h"
+#include "readers/bpfstats.h"
+#include "readers/wall.h"
 #include "wall.skel.h"
 
 struct iter {

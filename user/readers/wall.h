@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../../bpf/wall.h"
-#include "sampler.h"
+#include "bpf/wall.h"
+#include "readers/sampler.h"
 
 typedef void (*wall_cb)(void *ctx, const struct wall_sample *w, size_t size);
 

@@ -6,8 +6,8 @@
 #include <time.h>
 
 #include "hash.h"
-#include "wall.h"
-#include "wallrec.h"
+#include "readers/wall.h"
+#include "readers/wallrec.h"
 
 /* Suspended-task walks of a tick take at most this share of the tick period, so that the
  * ticks keep their rate whatever the number of tasks; the first tick of a process walks

@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "record.h"
-#include "sampler.h"
-#include "tracker.h"
+#include "profile/record.h"
+#include "readers/sampler.h"
+#include "asyncio/tracker.h"
 
 struct wallrec_opts {
 	unsigned int freq;	/* ticks per second */

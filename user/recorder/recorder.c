@@ -9,9 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "recorder_impl.h"
-#include "status.h"
-#include "wall.h"
+#include "recorder/recorder_impl.h"
+#include "recorder/status.h"
+#include "bpf/wall.h"
 
 /* exec, fork and exit events find processes; a /proc scan only backs them up */
 #define SCAN_INTERVAL_MS 10000

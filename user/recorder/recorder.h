@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "procfilter.h"
-#include "ureader.h"
+#include "process/procfilter.h"
+#include "readers/ureader.h"
 
 /* Exit statuses the tools share; a command's own status is passed on apart from these. */
 #define EXIT_USAGE  1

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recorder_cli.h"
-#include "wall.h"
+#include "recorder/recorder_cli.h"
+#include "bpf/wall.h"
 
 const char recorder_cli_help[] =
 	"  -a, --all              all Python processes, including ones started later (default)\n"

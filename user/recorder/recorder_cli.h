@@ -7,7 +7,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 
-#include "recorder.h"
+#include "recorder/recorder.h"
 
 #define RECORDER_CLI_MAX_PIDS 1024
 
@@ -25,8 +25,7 @@
 		{ "container-frame", no_argument, NULL, 'K' },                                     \
 		{ "native", no_argument, NULL, 'X' },                                              \
 		{ "native-stack", required_argument, NULL, 'S' },                                  \
-		{ "native-all", no_argument, NULL, 'I' },                                          \
-		{ "task-ids", no_argument, NULL, 'J' },                                            \
+		{ "native-all", no_argument, NULL, 'I' }, { "task-ids", no_argument, NULL, 'J' },  \
 	{                                                                                          \
 		"mem-per-process", required_argument, NULL, 'P'                                    \
 	}

@@ -7,15 +7,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "command.h"
-#include "discover.h"
-#include "lifecycle.h"
-#include "record.h"
-#include "recorder.h"
-#include "sampler.h"
-#include "snappace.h"
-#include "tracker.h"
-#include "wallrec.h"
+#include "process/command.h"
+#include "process/discover.h"
+#include "process/lifecycle.h"
+#include "profile/record.h"
+#include "recorder/recorder.h"
+#include "readers/sampler.h"
+#include "asyncio/snappace.h"
+#include "asyncio/tracker.h"
+#include "readers/wallrec.h"
 
 #define WARNED 64
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "procfs.h"
-#include "recorder_impl.h"
+#include "process/procfs.h"
+#include "recorder/recorder_impl.h"
 
 /* Resident memory of this process, bytes: all of it (VmRSS, which counts the ring
  * buffers' pages as they are first read) or the heap (RssAnon). */

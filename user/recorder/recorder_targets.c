@@ -4,12 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "atasks.h"
-#include "procfilter.h"
-#include "procfs.h"
-#include "procmaps.h"
-#include "recorder_impl.h"
-#include "status.h"
+#include "asyncio/atasks.h"
+#include "process/procfilter.h"
+#include "process/procfs.h"
+#include "process/procmaps.h"
+#include "recorder/recorder_impl.h"
+#include "recorder/status.h"
 
 /* failed task reads (1 s apart) before a process is shown without tasks */
 #define ASYNC_TRIES 4

@@ -3,7 +3,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "status.h"
+#include "recorder/status.h"
 
 static bool enabled, shown;
 static const char *prefix;

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "filesink.h"
-#include "outfile.h"
+#include "ship/filesink.h"
+#include "profile/outfile.h"
 
 #define PREFIX "asyncbpf-"
 #define SUFFIX ".pb.gz"

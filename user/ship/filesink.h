@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sink.h"
+#include "ship/sink.h"
 
 extern const struct sink_ops filesink_ops;
 

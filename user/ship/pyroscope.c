@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pyroscope.h"
+#include "ship/pyroscope.h"
 
 #define SECRET_MAX 4096
 /* spyName: pyspy, rbspy and scripting make Pyroscope rewrite function names */

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "sink.h"
+#include "ship/sink.h"
 
 struct pyro_opts {
 	const char *url; /* base: /ingest is appended */

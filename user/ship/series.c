@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "series.h"
+#include "ship/series.h"
 
 static bool service_char(char c)
 {

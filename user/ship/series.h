@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ship.h"
-#include "writers.h"
+#include "ship/ship.h"
+#include "profile/writers.h"
 
 struct series_opts {
 	const char *service; /* NULL: the container's label, else the process name */

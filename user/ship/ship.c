@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "filesink.h"
-#include "pyroscope.h"
-#include "series.h"
-#include "ship.h"
-#include "writers.h"
+#include "ship/filesink.h"
+#include "ship/pyroscope.h"
+#include "ship/series.h"
+#include "ship/ship.h"
+#include "profile/writers.h"
 
 #define BACKOFF_FIRST 0.5   /* s, doubled at each failure in a row */
 #define BACKOFF_MAX   300.0 /* s, whatever the interval */

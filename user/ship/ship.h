@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 /* Pyroscope's limits on one profile (validation/limits.go): above them it is rejected */
 #define SHIP_MAX_SAMPLES   16000

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shipq.h"
+#include "ship/shipq.h"
 
 struct ship_item *ship_item_new(uint8_t *data, size_t len, char *name, uint64_t from_ns,
 				uint64_t until_ns, uint64_t samples)

@@ -5,7 +5,7 @@
 
 #include <stdatomic.h>
 
-#include "shipq.h"
+#include "ship/shipq.h"
 
 enum deliver {
 	DELIVER_OK,

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables.h"
-#include "writers.h"
+#include "view/tables.h"
+#include "profile/writers.h"
 
 static const struct path_style default_style = { " -> ", false };
 

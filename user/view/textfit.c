@@ -4,7 +4,7 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "textfit.h"
+#include "view/textfit.h"
 
 struct glyph {
 	char bytes[4];

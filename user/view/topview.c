@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables.h"
-#include "textfit.h"
-#include "topview.h"
+#include "view/tables.h"
+#include "view/textfit.h"
+#include "view/topview.h"
 
 /* title, filter line, header; status and help lines */
 #define ROWS_ABOVE 3

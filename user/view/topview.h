@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "profile/profile.h"
 
 enum tv_table { TV_FUNCS, TV_PATHS, TV_PROCS };
 

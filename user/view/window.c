@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tables.h"
-#include "window.h"
+#include "view/tables.h"
+#include "view/window.h"
 
 struct cut {
 	struct profile *p;

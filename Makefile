@@ -37,7 +37,7 @@ PRELOAD := $(OUT)/libasyncbpf-memcpy.so
 NATIVE_CHAIN := $(OUT)/tests/libchain.so $(OUT)/tests/chainext.abi3.so
 
 .PRECIOUS: $(OUT)/%.bpf.o $(OUT)/%.skel.h
-.PHONY: all install deb deps trees test unit integration demo clean vmlinux layouts format test-kernels bench-kernels test-deb
+.PHONY: all install deb deps trees test unit check-layers integration demo clean vmlinux layouts format test-kernels bench-kernels test-deb
 .PHONY: fuzz fuzz-build fuzz-replay fuzzers test-sanitize gen-fuzz-seeds soak soak-agent test-repeat
 
 all: $(TOOLS) $(UNIT_TESTS) $(PRELOAD) $(NATIVE_CHAIN)
@@ -128,8 +128,15 @@ $(OUT):
 
 -include $(wildcard $(OUT)/*.d $(OUT)/*/*.d $(OUT)/*/*/*.d)
 
-# the unit tests, then the manual pages, make install and the agent's unit (docs.sh)
-unit: $(UNIT_TESTS)
+# every include in user/ and bpf/ against the "May call (checked):" lines of the folders'
+# READMEs, and no new cycle between folders or files (tools/check-layers.py)
+check-layers:
+	@python3 tools/check-layers.py && echo "PASS check-layers"
+
+# the layers check and its own test, the unit tests, then the manual pages, make install
+# and the agent's unit (docs.sh)
+unit: check-layers $(UNIT_TESTS)
+	@tests/unit/check-layers.sh
 	@tests/unit/run.sh $(UNIT_TESTS)
 	@MAKE="$(MAKE)" BUILD=$(OUT) tests/unit/docs.sh
 

@@ -34,6 +34,7 @@ static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static const struct task_link *pw_task_link(__u32 pid, __u64 task);
 
 #include "bpf/pywalk.h"
+#include "clock.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
@@ -82,14 +83,6 @@ static const struct task_link *pw_task_link(__u32 pid, __u64 task)
 	return tm_get_link(&shm->maps, pid, task, &tl_link) ? NULL : &tl_link;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static void walk(const struct py_proc *p, struct py_sample *s)
 {
 	__u64 self = (__u64)pthread_self(), ts = cached_ts;
@@ -106,7 +99,7 @@ static void walk(const struct py_proc *p, struct py_sample *s)
 static void on_profile(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
-	uint64_t t0 = now_ns(), head, tail;
+	uint64_t t0 = mono_ns(), head, tail;
 	struct mc_slot *slot;
 	struct py_sample *s;
 
@@ -149,7 +142,7 @@ static void on_profile(int sig, siginfo_t *si, void *uc)
 		s->hdr.running_idx = RUNNING_NONE;
 	}
 	__atomic_store_n(&slot->ready, head + 1, __ATOMIC_RELEASE);
-	t0 = now_ns() - t0;
+	t0 = mono_ns() - t0;
 	__atomic_fetch_add(&shm->handler_ns, t0, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&shm->cost_hist[cost_bucket(t0)], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&shm->mem_reads, walk_reads, __ATOMIC_RELAXED);

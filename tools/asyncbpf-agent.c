@@ -15,6 +15,7 @@
 #include "recorder/recorder_cli.h"
 #include "ship/series.h"
 #include "ship/ship.h"
+#include "clock.h"
 
 #define PROG	     "asyncbpf-agent"
 #define DEFAULT_FREQ 97 /* as Grafana Alloy's pyroscope.ebpf: not in step with 100 Hz timers */
@@ -306,14 +307,6 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	return check_args(o);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 struct agent {
 	struct recorder *r;
 	struct ship *ship;
@@ -350,7 +343,7 @@ static void stats(struct agent *a, bool final)
 /* Cuts every interval until a signal, the -p processes' end or a failure. */
 static int run(struct agent *a, const struct opts *o)
 {
-	double t = now(), next_cut = t + o->s.interval, next_stats = t + o->stats_interval;
+	double t = mono_s(), next_cut = t + o->s.interval, next_stats = t + o->stats_interval;
 	enum recorder_end end;
 
 	while (!stop) {
@@ -370,7 +363,7 @@ static int run(struct agent *a, const struct opts *o)
 		}
 		if (end == RECORDER_ENDED)
 			break;
-		t = now();
+		t = mono_s();
 		if (t >= next_cut) {
 			cut(a);
 			next_cut += o->s.interval;

@@ -23,6 +23,7 @@
 #include "profile/readers.h"
 #include "bench/sigcost.h"
 #include "bench/svgplot.h"
+#include "clock.h"
 
 #define MAX_REPS   20
 #define NREADERS   4 /* the three readers, then bpf with --native */
@@ -87,14 +88,6 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* --- profiles ------------------------------------------------------------------------ */
@@ -507,7 +500,7 @@ int main(int argc, char **argv)
 	struct opts o = {};
 	const int *depths;
 	int ndepths, failed = 0;
-	double t0 = now_s();
+	double t0 = mono_s();
 	size_t len;
 
 	parse_args(argc, argv, &o);
@@ -592,6 +585,6 @@ int main(int argc, char **argv)
 	if (text)
 		fputs(text, stdout);
 	free(text);
-	printf("\n%d runs failed; %.0f s; written to %s/\n", failed, now_s() - t0, o.out);
+	printf("\n%d runs failed; %.0f s; written to %s/\n", failed, mono_s() - t0, o.out);
 	return failed ? 1 : 0;
 }

@@ -22,6 +22,7 @@
 #include "readers/sampler.h"
 #include "view/topview.h"
 #include "view/window.h"
+#include "clock.h"
 
 #define PROG "asyncbpf-top"
 /* s of recording between two looks at the keyboard */
@@ -224,14 +225,6 @@ static void msgs_release(void)
 		err("%zu more bytes of messages were not kept", msgs.dropped);
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The window and the recording's totals into the view. */
 static int show(struct recorder *r, struct window *w, struct topview *tv)
 {
@@ -382,7 +375,7 @@ static int keys(struct recorder *r, struct window *w, struct topview *tv, bool *
 
 static int live(const struct opts *o, struct recorder *r, struct window *w, struct topview *tv)
 {
-	double start = now(), next = start + o->interval;
+	double start = mono_s(), next = start + o->interval;
 	bool ended = false, dirty = true;
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 	int rc = 0, k;
@@ -399,8 +392,8 @@ static int live(const struct opts *o, struct recorder *r, struct window *w, stru
 	curs_set(0);
 	if (show(r, w, tv))
 		goto oom;
-	while (!stop && !(o->duration && now() - start >= o->duration)) {
-		double t = now();
+	while (!stop && !(o->duration && mono_s() - start >= o->duration)) {
+		double t = mono_s();
 
 		if (!ended) {
 			enum recorder_end e =
@@ -415,15 +408,15 @@ static int live(const struct opts *o, struct recorder *r, struct window *w, stru
 			if (e == RECORDER_ENDED) {
 				recorder_stop(r);
 				ended = true;
-				next = now();
+				next = mono_s();
 			}
 		} else {
 			napms(SLICE * 1000);
 		}
-		if (next && now() >= next) {
+		if (next && mono_s() >= next) {
 			if (take_cut(r, w) || (!topview_paused(tv) && show(r, w, tv)))
 				goto oom;
-			next = ended ? 0 : fmax(next + o->interval, now());
+			next = ended ? 0 : fmax(next + o->interval, mono_s());
 			dirty = true;
 		}
 		k = keys(r, w, tv, &dirty);

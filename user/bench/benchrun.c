@@ -14,20 +14,13 @@
 
 #include "bench/benchrun.h"
 #include "process/procfs.h"
+#include "clock.h"
 
 #define SETTLE_S    0.5 /* after the recorder is ready, before the work starts */
 #define START_S	    30	/* for the workload to say READY */
 #define READY_S	    60	/* for the recorder to be ready */
 #define RUN_TIMEOUT 120
 #define EXIT_S	    60 /* for a recorder to exit once it is told to (or its -d is over) */
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void sleep_s(double s)
 {
@@ -46,9 +39,9 @@ static double tv_s(struct timeval tv)
 static int read_line(int fd, char *buf, size_t len, double timeout)
 {
 	size_t n = 0;
-	double end = now_s() + timeout;
+	double end = mono_s() + timeout;
 
-	while (n + 1 < len && now_s() < end) {
+	while (n + 1 < len && mono_s() < end) {
 		char c;
 		ssize_t r = read(fd, &c, 1);
 
@@ -93,10 +86,10 @@ static pid_t spawn(const char *prog, char *const argv[], const char *preload, in
 static int wait_ready(const char *prog, pid_t rec)
 {
 	char path[64], buf[4096], *p;
-	double end = now_s() + READY_S;
+	double end = mono_s() + READY_S;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", rec);
-	while (now_s() < end) {
+	while (mono_s() < end) {
 		if (proc_read(path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "SigCgt:")))
 			break; /* exited */
 		if (strtoull(p + 7, NULL, 16) & (1ULL << (SIGINT - 1)))
@@ -111,10 +104,10 @@ static int wait_ready(const char *prog, pid_t rec)
  * forever. 0 once it exited. */
 static int wait_exit(const char *prog, pid_t pid, int *st, struct rusage *ru)
 {
-	double end = now_s() + EXIT_S;
+	double end = mono_s() + EXIT_S;
 	pid_t got;
 
-	while ((got = wait4(pid, st, WNOHANG, ru)) == 0 && now_s() < end)
+	while ((got = wait4(pid, st, WNOHANG, ru)) == 0 && mono_s() < end)
 		sleep_s(0.01);
 	if (got == pid)
 		return 0;

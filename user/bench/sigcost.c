@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bench/benchstats.h"
+#include "clock.h"
 
 static volatile sig_atomic_t delivered;
 
@@ -16,14 +17,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	delivered++;
-}
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
 /* The median time of n tgkill calls to this thread with sig; NAN on an error. */
@@ -35,11 +28,11 @@ static double tgkill_ns(int n, int sig)
 	if (!v)
 		return NAN;
 	for (int i = 0; i < n; i++) {
-		double t0 = now_ns();
+		double t0 = mono_ns();
 		/* an unblocked signal to the calling thread is delivered before tgkill returns */
 		long rc = syscall(SYS_tgkill, pid, tid, sig);
 
-		v[i] = rc ? NAN : now_ns() - t0;
+		v[i] = rc ? NAN : mono_ns() - t0;
 	}
 	med = bench_summarize(v, n).med;
 	free(v);

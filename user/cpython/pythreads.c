@@ -19,6 +19,7 @@
 #include "process/memread.h"
 #include "cpython/objread.h"
 #include "cpython/pythreads.h"
+#include "clock.h"
 
 #define MAX_ACTIVE  4096 /* threads of one _active read */
 #define NEW_THREAD  0.05 /* a thread unknown to a read this old reads _active again */
@@ -61,14 +62,6 @@ struct pythreads {
 	struct obj_types *types; /* for one read */
 	struct pythreads_stats st;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct pythreads *pythreads_new(void)
 {
@@ -425,7 +418,7 @@ const char *pythreads_name(struct pythreads *pt, const struct py_target *t, pid_
 	struct pt_thread *th;
 	double now;
 
-	now = now_s();
+	now = mono_s();
 	if (!tstate)
 		return ending_name(pt, t->pid, tid, now);
 	p = proc_of(pt, t);

@@ -15,6 +15,7 @@
 #include "native/cfirules.h"
 #include "hash.h"
 #include "process/procmaps.h"
+#include "clock.h"
 
 /* A frame's name by its pc (as unwound: a return address minus one), per process. */
 struct pc_name_ent {
@@ -48,14 +49,6 @@ struct unwinder {
 	bool interp_names; /* name the interpreter's own functions (--native-all) */
 	struct unwinder_stats st;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Modules are reported with their files open (report_maps): libdw never looks one up by
  * its path, which in a container names another file on the host. The vDSO is no file:
@@ -207,7 +200,7 @@ static int report(struct unwinder *u, struct nproc *p)
 	cfi_cache_clear(p->rules);
 	procmaps_free(&p->maps);
 	p->neval = -1;
-	p->reported = now();
+	p->reported = mono_s();
 	u->st.reports++;
 	rc = procmaps_read(p->pid, &m);
 	if (rc)
@@ -250,7 +243,7 @@ static int refresh(struct unwinder *u, struct nproc *p)
 		}
 	}
 	u->st.reports++;
-	p->reported = now();
+	p->reported = mono_s();
 	dwfl_report_begin_add(p->dwfl);
 	report_maps(p->dwfl, p->pid, &m, &p->maps);
 	if (dwfl_report_end(p->dwfl, NULL, NULL)) {
@@ -651,7 +644,7 @@ static bool unmapped_pc(struct nproc *p, const struct walk *w)
 int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp,
 		    const struct native_hdr *h, const uint8_t *stack, struct native_stack *out)
 {
-	double t0 = now();
+	double t0 = mono_s();
 	struct nproc *p = proc_of(u, pid);
 	struct walk w = { .p = p };
 	bool named = false;
@@ -668,8 +661,8 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 	/* a process whose maps could not be read: again once a second at most */
 	if (!p->dwfl && (p->reported == 0 || t0 - p->reported > 1)) {
 		rc = report(u, p);
-		u->st.report_ns += (uint64_t)((now() - t0) * 1e9);
-		t0 = now();
+		u->st.report_ns += (uint64_t)((mono_s() - t0) * 1e9);
+		t0 = mono_s();
 		if (rc == -ENOMEM)
 			return -ENOMEM;
 	}
@@ -681,10 +674,10 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 	if (walk_stack(u, p, &w, &out->end))
 		return -ENOMEM;
 	if (w.no_module && unmapped_pc(p, &w)) {
-		double t1 = now();
+		double t1 = mono_s();
 
 		rc = refresh(u, p);
-		u->st.report_ns += (uint64_t)((now() - t1) * 1e9);
+		u->st.report_ns += (uint64_t)((mono_s() - t1) * 1e9);
 		if (rc == -ENOMEM)
 			return -ENOMEM;
 		if (!p->dwfl)
@@ -732,7 +725,7 @@ done:
 	else if (out->end == NATIVE_END_ERROR)
 		u->st.ended_error++;
 	u->st.frames += out->n;
-	ns = (uint64_t)((now() - t0) * 1e9);
+	ns = (uint64_t)((mono_s() - t0) * 1e9);
 	u->st.ns += ns;
 	if (!named) {
 		u->st.warm++;

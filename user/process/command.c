@@ -16,6 +16,7 @@
 #include "process/command.h"
 #include "hash.h"
 #include "process/procfs.h"
+#include "clock.h"
 
 /* A process of the last /proc scan. */
 struct pinfo {
@@ -49,14 +50,6 @@ struct command {
 	double next_scan;
 	unsigned int pythons; /* descendants found running a supported Python */
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 char **command_split(int *argc, char **argv)
 {
@@ -324,7 +317,7 @@ static struct known *add_known(struct command *c, const struct pinfo *pi)
 int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, command_exec_cb execd,
 		 void *ctx)
 {
-	double t = now_s();
+	double t = mono_s();
 	int ret;
 
 	if (t < c->next_scan)
@@ -393,10 +386,10 @@ bool command_exited(struct command *c)
 
 static bool wait_exit(struct command *c, double seconds)
 {
-	double until = now_s() + seconds;
+	double until = mono_s() + seconds;
 
 	while (!command_exited(c)) {
-		if (now_s() >= until)
+		if (mono_s() >= until)
 			return false;
 		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
 	}

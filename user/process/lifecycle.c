@@ -11,6 +11,7 @@
 #include "bpf/lcevent.h"
 #include "process/lifecycle.h"
 #include "lifecycle.skel.h"
+#include "clock.h"
 
 /* A new image maps its libraries and initialises its runtime within milliseconds of the
  * exec; a fork child is given time to exec before it is taken for its Python parent. */
@@ -52,14 +53,6 @@ static const char *const map_names[LCM_MAX] = {
 	[LCM_TASK_LINKS] = "task_links",
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static struct pend *find_pend(struct lifecycle *lc, pid_t pid)
 {
 	for (size_t i = 0; i < lc->npend; i++)
@@ -72,7 +65,7 @@ static struct pend *find_pend(struct lifecycle *lc, pid_t pid)
 static void schedule(struct lifecycle *lc, pid_t pid, double delay, bool fresh)
 {
 	struct pend *p = find_pend(lc, pid);
-	double t = now_s();
+	double t = mono_s();
 
 	if (!p) {
 		if (lc->npend == lc->pend_cap) {
@@ -197,7 +190,7 @@ static bool ended_pid(struct lifecycle *lc, enum lc_map m, pid_t pid, void *arg)
 
 static void sweep(struct lifecycle *lc)
 {
-	lc->last_sweep = now_s();
+	lc->last_sweep = mono_s();
 	if (!lc->nended)
 		return;
 	qsort(lc->ended, lc->nended, sizeof(*lc->ended), cmp_pid);
@@ -294,7 +287,7 @@ int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifec
 		snprintf(err, errlen, "cannot open the lifecycle ring buffer: %s", strerror(-ret));
 		goto fail;
 	}
-	lc->last_sweep = now_s();
+	lc->last_sweep = mono_s();
 	*out = lc;
 	return 0;
 fail:
@@ -358,7 +351,7 @@ bool lifecycle_run(struct lifecycle *lc)
 	double t;
 
 	ring_buffer__consume(lc->rb);
-	t = now_s();
+	t = mono_s();
 	for (size_t i = 0; i < lc->npend && !due_ended; i++)
 		due_ended = lc->pend[i].next <= t && is_ended(lc, lc->pend[i].pid);
 	/* an ended pid's old entries go before anything new can be made under it */

@@ -19,6 +19,7 @@
 #include "process/procmaps.h"
 #include "readers/ureader.h"
 #include "readers/vmwalk.h"
+#include "clock.h"
 
 /* glibc x86-64: offsetof(struct pthread, tid); pthread_self() is the struct's address.
  * Checked on each process against its main thread before use. */
@@ -81,14 +82,6 @@ int reader_parse(const char *name, enum reader_kind *out)
 const char *reader_name(enum reader_kind k)
 {
 	return names[k];
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 struct ureader *ureader_new(const struct ureader_opts *o)
@@ -455,7 +448,7 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 	uint64_t head = u->head;
 	struct py_sample *s = &u->ring[head % MC_SLOTS];
 	const struct py_proc *p = &t->proc;
-	uint64_t t0 = now_ns(), dt;
+	uint64_t t0 = mono_ns(), dt;
 	__u64 ts = th->ts, native = p->layout.tstate_native_id ? (__u64)th->tid : 0;
 
 	if (!th->thread_id && now >= t->next_idmap) {
@@ -481,7 +474,7 @@ static void vm_sample(struct ureader *u, struct utarget *t, struct uthread *th, 
 	if (!pw_walk_thread(&u->rd, p, ts, s, &u->pw) && ts && !(s->hdr.flags & SAMPLE_READ_ERR))
 		th->ts = 0;
 	pw_walk_tasks(&u->rd, p, t->pid, s, &u->pw);
-	dt = now_ns() - t0;
+	dt = mono_ns() - t0;
 	u->st.read_ns += dt;
 	u->st.read_cnt++;
 	u->st.mem_reads += u->rd.pages.reads;
@@ -549,7 +542,7 @@ static void tick(struct ureader *u, uint64_t now)
 static void *timer_main(void *arg)
 {
 	struct ureader *u = arg;
-	uint64_t next = now_ns() + u->period_ns, now;
+	uint64_t next = mono_ns() + u->period_ns, now;
 
 	while (!__atomic_load_n(&u->stop, __ATOMIC_ACQUIRE)) {
 		struct timespec ts = { .tv_sec = next / 1000000000ULL,
@@ -557,7 +550,7 @@ static void *timer_main(void *arg)
 
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
-		now = now_ns();
+		now = mono_ns();
 		pthread_mutex_lock(&u->lock);
 		tick(u, now);
 		pthread_mutex_unlock(&u->lock);
@@ -587,7 +580,7 @@ static void drain_all(struct ureader *u)
 
 int ureader_poll(struct ureader *u, int timeout_ms)
 {
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ULL, now;
+	uint64_t end = mono_ns() + (uint64_t)timeout_ms * 1000000ULL, now;
 
 	if (!u->running && !u->stop) {
 		int ret = pthread_create(&u->thread, NULL, timer_main, u);
@@ -598,7 +591,7 @@ int ureader_poll(struct ureader *u, int timeout_ms)
 	}
 	for (;;) {
 		drain_all(u);
-		now = now_ns();
+		now = mono_ns();
 		if (now >= end)
 			return 0;
 		/* records are drained every 10 ms, as the BPF ring is */

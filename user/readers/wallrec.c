@@ -8,6 +8,7 @@
 #include "hash.h"
 #include "readers/wall.h"
 #include "readers/wallrec.h"
+#include "clock.h"
 
 /* Suspended-task walks of a tick take at most this share of the tick period, so that the
  * ticks keep their rate whatever the number of tasks; the first tick of a process walks
@@ -57,14 +58,6 @@ struct wallrec {
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 static uint64_t next_rand(struct wallrec *wr)
 {

@@ -12,6 +12,7 @@
 #include "recorder/recorder_impl.h"
 #include "recorder/status.h"
 #include "bpf/wall.h"
+#include "clock.h"
 
 /* exec, fork and exit events find processes; a /proc scan only backs them up */
 #define SCAN_INTERVAL_MS 10000
@@ -47,10 +48,7 @@ void recorder_error(const char *prog, const char *fmt, ...)
 
 double recorder_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return mono_s();
 }
 
 /* User and system CPU time of this process, s. */

@@ -15,6 +15,7 @@
 #include "ship/series.h"
 #include "ship/ship.h"
 #include "profile/writers.h"
+#include "clock.h"
 
 #define BACKOFF_FIRST 0.5   /* s, doubled at each failure in a row */
 #define BACKOFF_MAX   300.0 /* s, whatever the interval */
@@ -46,14 +47,6 @@ struct ship {
 	uint64_t parts, series, samples_dropped, encode_failed;
 	double started, last_at, last_cpu;
 };
-
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static uint64_t realtime_ns(void)
 {
@@ -138,7 +131,7 @@ static struct ship_item *next_item(struct sink *k, double retry_at)
 		if (k->quit)
 			return NULL;
 		shipq_expire_locked(&k->q, realtime_ns());
-		if (k->q.head && mono() >= retry_at)
+		if (k->q.head && mono_s() >= retry_at)
 			return k->q.head;
 		if (!k->q.head && k->flushing)
 			return NULL;
@@ -179,7 +172,7 @@ static void delivered(struct sink *k, struct ship_item *it, enum deliver r,
 			say(k->s, "%s: %s; retrying with backoff", name, di->what);
 		k->failures++;
 		k->retried++;
-		*retry_at = mono() + backoff(k);
+		*retry_at = mono_s() + backoff(k);
 		break;
 	}
 }
@@ -280,7 +273,7 @@ int ship_new(struct ship **out, const struct ship_opts *o)
 		s->backoff_cap = 1;
 	if (s->backoff_cap > BACKOFF_MAX)
 		s->backoff_cap = BACKOFF_MAX;
-	s->started = s->last_at = mono();
+	s->started = s->last_at = mono_s();
 	s->last_cpu = cpu_seconds();
 	if (open_sinks(s)) {
 		ship_free(s);
@@ -491,7 +484,7 @@ static void print_sink(struct sink *k, FILE *f)
 
 void ship_print_stats(struct ship *s, FILE *f, const struct ship_run *run, bool final)
 {
-	double now = mono(), cpu = cpu_seconds();
+	double now = mono_s(), cpu = cpu_seconds();
 	/* the last line averages the whole run */
 	double span = final ? now - s->started : now - s->last_at;
 	double used = final ? cpu : cpu - s->last_cpu;

@@ -16,6 +16,7 @@
 #include "ship/series.h"
 #include "ship/ship.h"
 #include "clock.h"
+#include "errmsg.h"
 
 #define PROG	     "asyncbpf-agent"
 #define DEFAULT_FREQ 97 /* as Grafana Alloy's pyroscope.ebpf: not in step with 100 Hz timers */
@@ -88,16 +89,7 @@ static void handle_signals(void)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-static void err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(PROG ": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
+#define err(...) errmsg(PROG, __VA_ARGS__)
 
 /* A number of seconds in [lo, hi]. */
 static int seconds(const char *opt, const char *arg, double lo, double hi, double *out)

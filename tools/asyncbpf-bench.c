@@ -24,6 +24,7 @@
 #include "bench/sigcost.h"
 #include "bench/svgplot.h"
 #include "clock.h"
+#include "errmsg.h"
 
 #define MAX_REPS   20
 #define NREADERS   4 /* the three readers, then bpf with --native */
@@ -82,11 +83,9 @@ static void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("asyncbpf-bench: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	errmsg_v("asyncbpf-bench", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
 }
 

@@ -16,6 +16,7 @@
 #include "profile/readers.h"
 #include "view/tables.h"
 #include "profile/writers.h"
+#include "errmsg.h"
 
 #define EXIT_USAGE 1
 #define EXIT_INPUT 2
@@ -50,16 +51,7 @@ struct opts {
 	regex_t re;
 };
 
-static void err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("asyncbpf-report: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
+#define err(...) errmsg("asyncbpf-report", __VA_ARGS__)
 
 static int parse_args(int argc, char **argv, struct opts *o)
 {

@@ -15,6 +15,7 @@
 #include "cpython/pyproc.h"
 #include "readers/sampler.h"
 #include "cpython/symbolize.h"
+#include "errmsg.h"
 
 #define EXIT_USAGE  1
 #define EXIT_ENV    2
@@ -34,10 +35,7 @@ static const char usage[] =
 	"examined (does not exist, not Python, unsupported version).\n"
 	"See asyncbpf-tasks(8).\n";
 
-static void err(const char *msg)
-{
-	fprintf(stderr, "asyncbpf-tasks: %s\n", msg);
-}
+#define err(msg) errmsg("asyncbpf-tasks", "%s", msg)
 
 static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 {

@@ -13,6 +13,7 @@
 #include "recorder/status.h"
 #include "bpf/wall.h"
 #include "clock.h"
+#include "errmsg.h"
 
 /* exec, fork and exit events find processes; a /proc scan only backs them up */
 #define SCAN_INTERVAL_MS 10000
@@ -23,9 +24,7 @@
 static void say(const char *prog, const char *fmt, va_list ap)
 {
 	status_clear();
-	fprintf(stderr, "%s: ", prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	errmsg_v(prog, fmt, ap);
 }
 
 void recorder_say(struct recorder *a, const char *fmt, ...)

@@ -8,6 +8,7 @@
 
 #include "recorder/recorder_cli.h"
 #include "bpf/wall.h"
+#include "errmsg.h"
 
 const char recorder_cli_help[] =
 	"  -a, --all              all Python processes, including ones started later (default)\n"
@@ -47,11 +48,9 @@ static int bad(const struct recorder_opts *o, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", o->prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	errmsg_v(o->prog, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return -1;
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Check the library's layers: every project include of a file in user/FOLDER/ must name
-FOLDER itself, a folder on the "May call (checked):" line of user/FOLDER/README.md, or
-user/hash.h (shared by all); bpf/ headers include only bpf/; and no folders, nor files,
-may include each other round a cycle, except through the edges of today's cycles listed
-in ALLOWED_*_CYCLE_EDGES below.
+FOLDER itself, a folder on the "May call (checked):" line of user/FOLDER/README.md, or a
+header at user/ itself (hash.h, clock.h, errmsg.h: shared by all); bpf/ headers include
+only bpf/; and no folders, nor files, may include each other round a cycle, except
+through the edges of today's cycles listed in ALLOWED_*_CYCLE_EDGES below.
 
 Usage: tools/check-layers.py [ROOT]   (ROOT defaults to the repository holding this
 script). Prints one line per offence and exits 1 if there is any; --graph prints the

@@ -66,14 +66,15 @@ def named_pids(line):
 def wait_for(cond, timeout, what, interval=0.05):
     """Polls cond() until it returns something true, and returns that; after timeout
     seconds fails with what was waited for (a condition, never a guessed delay: the
-    machine these tests run on may be loaded)."""
+    machine these tests run on may be loaded); what may be a function, called then."""
     deadline = time.monotonic() + timeout
     while True:
         got = cond()
         if got:
             return got
         if time.monotonic() > deadline:
-            raise AssertionError("timed out after %gs waiting for %s" % (timeout, what))
+            raise AssertionError("timed out after %gs waiting for %s"
+                                 % (timeout, what() if callable(what) else what))
         time.sleep(interval)
 
 
@@ -270,6 +271,23 @@ def wait_tracked(rec, pids, timeout=RECORD_TIMEOUT):
             "profile pids %s" % (rec.returncode, sorted(pids))
         return pids <= tracked_pids(rec.pid)
     wait_for(done, timeout, "asyncbpf-record to examine and profile pids %s" % sorted(pids), 0.2)
+
+
+def wait_links(rec, counts, timeout=RECORD_TIMEOUT):
+    """Waits until asyncbpf-record rec (a Popen) holds at least counts[pid] task links
+    (awaiter or creation) of each pid: its snapshots have seen those awaits."""
+    if not shutil.which("bpftool"):
+        pytest.skip("no bpftool (make deps): it shows which task links the recorder holds")
+    have = {}
+
+    def done():
+        assert rec.poll() is None, "asyncbpf-record exited (rc %s) while waiting for its " \
+            "task links" % rec.returncode
+        pids = map_entry_pids(rec.pid, ("task_links",)).get("task_links", [])
+        have.update({p: pids.count(p) for p in counts})
+        return all(have[p] >= n for p, n in counts.items())
+    wait_for(done, timeout, lambda: "asyncbpf-record to link tasks: want %s, have %s"
+             % (counts, have), 0.2)
 
 
 def selected(id):
@@ -790,17 +808,19 @@ SAMPLED_CPU = 0.3
 
 
 def record_sampled(binary, *args, pids, cpu=SAMPLED_CPU, min_seconds=0, output=None,
-                   timeout=RECORD_TIMEOUT, prefix=(), env=None):
+                   timeout=RECORD_TIMEOUT, prefix=(), env=None, ready=None):
     """record() for tests that need samples of pids (running targets), where a -d would
     have to guess how long loading takes and how much CPU a loaded machine leaves them:
-    asyncbpf-record runs until it samples and each of pids has run `cpu` seconds of CPU
-    since (and at least min_seconds), then gets SIGINT (which ends a recording as -d
-    does)."""
+    asyncbpf-record runs until it samples (and ready(rec), if given, has returned) and
+    each of pids has run `cpu` seconds of CPU since (and at least min_seconds), then gets
+    SIGINT (which ends a recording as -d does)."""
     argv = list(prefix) + [binary] + [str(a) for a in args] + (["-o", output] if output else [])
     t0 = time.monotonic()
     rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
         wait_sampling(rec, timeout)
+        if ready:
+            ready(rec)
         sampling = time.monotonic()
         wait_cpu(pids, cpu, timeout, "CPU time while sampled")
         time.sleep(max(0, min_seconds - (time.monotonic() - sampling)))

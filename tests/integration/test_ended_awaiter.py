@@ -7,11 +7,11 @@ import contextlib
 import pytest
 
 from helpers import (INTERPRETERS, TaskFrame, Workload, record_checked, show,
-                     start_all)
+                     start_all, wait_links)
 
 LONG_AWAITER = "awaiter-long-" + "\u00e9" * 50 + "-" + "\u6570" * 30
-AWAIT_SECONDS = 4  # the awaiter stops waiting this long after the recording starts
-RECORD_SECONDS = 8
+AWAIT_SECONDS = 4  # the awaiter stops waiting this long after the recorder saw it wait
+RECORD_SECONDS = 8  # from then on
 FREQ = 199
 
 
@@ -28,10 +28,16 @@ def recorded(root_record_bin):
     with contextlib.ExitStack() as stack:
         loads = start_all(stack, [Workload(i.path, "ended_awaiter.py", AWAIT_SECONDS,
                                            timeout=60, stdin=True) for i in interps])
-        for w in loads:
-            w.send("go")  # the awaiter's time runs from now, whenever each was READY
+        def go(rec):
+            # the awaiter's time runs from when the recorder's snapshots hold both awaits
+            # (orphan and orphan-2 each linked to its awaiter), however long loading and
+            # examining eleven processes took
+            wait_links(rec, {w.pid: 2 for w in loads})
+            for w in loads:
+                w.send("go")
         r = record_checked(root_record_bin, "-p", ",".join(str(w.pid) for w in loads),
-                           "-d", RECORD_SECONDS, "-F", FREQ)
+                           "-F", FREQ, pids=[w.pid for w in loads],
+                           min_seconds=RECORD_SECONDS, ready=go)
         yield r, {i.id: w for i, w in zip(interps, loads)}
 
 

@@ -112,7 +112,11 @@ int py_str_read_max(pid_t pid, const struct py_layout *l, uint64_t addr, size_t 
 	if ((uint64_t)len > n)
 		strcpy(s + o, cut);
 	free(data);
-	*out = s;
+	/* callers keep the text (the symbol cache, for the process's life): not the
+	 * room for max characters of four bytes */
+	*out = realloc(s, strlen(s) + 1);
+	if (!*out)
+		*out = s;
 	return 0;
 }
 

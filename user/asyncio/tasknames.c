@@ -72,9 +72,21 @@ void tasknames_free(struct tasknames *tn)
 	free(tn);
 }
 
+/* Written whole at once: slots taken at random would grow the heap for hours. */
+static bool make_texts(struct tasknames *tn)
+{
+	if (!tn->text && (tn->text = malloc(TEXT_SLOTS * sizeof(*tn->text))))
+		memset(tn->text, 0, TEXT_SLOTS * sizeof(*tn->text));
+	return tn->text;
+}
+
 void tasknames_set_map(struct tasknames *tn, int fd)
 {
 	tn->map_fd = fd;
+	/* made with the map, not at a first lookup minutes later: the recorder's memory
+	 * is what it will be from its start */
+	if (fd >= 0)
+		make_texts(tn);
 }
 
 uint64_t tasknames_unreadable(const struct tasknames *tn, uint64_t *gone, uint64_t *copy)
@@ -285,12 +297,8 @@ static struct text_ent *text_find(struct tasknames *tn, pid_t pid, const struct 
 	struct text_ent *free_slot = NULL;
 	size_t j;
 
-	/* written whole at once: slots taken at random would grow the heap for hours */
-	if (!tn->text) {
-		if (!(tn->text = malloc(TEXT_SLOTS * sizeof(*tn->text))))
-			return NULL;
-		memset(tn->text, 0, TEXT_SLOTS * sizeof(*tn->text));
-	}
+	if (!make_texts(tn))
+		return NULL;
 	if (add && (tn->text_used + 1) * 2 > TEXT_SLOTS)
 		drop_texts(tn, 0);
 	for (j = text_hash(pid, t->addr, t->serial, t->name_obj) & (TEXT_SLOTS - 1);

@@ -42,9 +42,21 @@ void tasksites_free(struct tasksites *ts)
 	free(ts);
 }
 
+/* Written whole at once: slots taken at random would grow the heap for hours. */
+static bool make_slots(struct tasksites *ts)
+{
+	if (!ts->slots && (ts->slots = malloc(SITE_SLOTS * sizeof(*ts->slots))))
+		memset(ts->slots, 0, SITE_SLOTS * sizeof(*ts->slots));
+	return ts->slots;
+}
+
 void tasksites_set_map(struct tasksites *ts, int fd)
 {
 	ts->fd = fd;
+	/* made with the map, not at a first lookup minutes later: the recorder's memory
+	 * is what it will be from its start */
+	if (fd >= 0)
+		make_slots(ts);
 }
 
 const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
@@ -56,12 +68,8 @@ const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t 
 	if (ts->fd < 0 || !serial) {
 		return NULL;
 	}
-	/* written whole at once: slots taken at random would grow the heap for hours */
-	if (!ts->slots) {
-		if (!(ts->slots = malloc(SITE_SLOTS * sizeof(*ts->slots))))
-			return NULL;
-		memset(ts->slots, 0, SITE_SLOTS * sizeof(*ts->slots));
-	}
+	if (!make_slots(ts))
+		return NULL;
 	e = &ts->slots[hash_u64(addr ^ hash_u64(serial ^ (uint64_t)pid << 40)) & (SITE_SLOTS - 1)];
 	if (e->pid != pid || e->addr != addr || e->serial != serial) {
 		e->pid = pid;

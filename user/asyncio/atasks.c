@@ -368,10 +368,10 @@ int atasks_snapshot(const struct py_target *t, unsigned int what, struct atasks 
 		    struct atasks_cache *c, char *why, size_t len)
 {
 	/* without memory for them, the reads go to the target one by one */
-	struct obj_pages *pages = calloc(1, sizeof(*pages));
+	struct obj_pages *pages = obj_pages_new();
 	int ret = snapshot(t, what, a, c, why, len, pages);
 
-	free(pages);
+	obj_pages_free(pages);
 	if (!ret && a->nomem) {
 		snprintf(why, len, "pid %d: out of memory reading its tasks", t->pid);
 		atasks_free(a);

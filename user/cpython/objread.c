@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "process/memread.h"
 #include "cpython/objread.h"
@@ -25,6 +26,20 @@ int objread_init(struct objread *r, const struct py_target *t)
 	r->l = &t->proc.layout;
 	r->m = t->om;
 	return 0;
+}
+
+struct obj_pages *obj_pages_new(void)
+{
+	void *p = mmap(NULL, sizeof(struct obj_pages), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void obj_pages_free(struct obj_pages *p)
+{
+	if (p)
+		munmap(p, sizeof(*p));
 }
 
 static int rd(const struct objread *r, uint64_t addr, void *buf, size_t len)

@@ -35,6 +35,11 @@ struct obj_pages {
 	uint64_t reads, misses; /* reads served from pages, pages read */
 };
 
+/* A zeroed set of pages, or NULL. Mapped apart from the heap: 4 MiB taken and given
+ * back at every snapshot would otherwise leave the heap holding what it touched. */
+struct obj_pages *obj_pages_new(void);
+void obj_pages_free(struct obj_pages *p);
+
 struct objread {
 	pid_t pid;
 	uint32_t version;

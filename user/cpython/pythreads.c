@@ -242,7 +242,7 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 	/* most of what a read needs lies on a few pages: a Thread, its dict, its ints. The
 	 * pages are the read's own: kept, the slots that reads of many processes fill (by
 	 * address) would grow the heap by up to their 4 MiB */
-	if (!(pages = calloc(1, sizeof(*pages)))) {
+	if (!(pages = obj_pages_new())) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -281,7 +281,7 @@ static void refresh(struct pythreads *pt, struct pt_proc *p, const struct py_tar
 			kept++;
 	}
 out:
-	free(pages);
+	obj_pages_free(pages);
 	free(keys);
 	free(values);
 	if (ret) {

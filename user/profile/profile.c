@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ struct profile {
 	uint64_t lost;
 	uint64_t period_ns;
 	uint64_t wall_ns, cpu_ns;
-	size_t bytes; /* frame names and stack ids; the tables are counted by capacity */
+	size_t bytes; /* heap chunks of frame names and stack ids; tables count by capacity */
 	int sorted, weighted;
 };
 
@@ -52,6 +53,13 @@ void profile_free(struct profile *p)
 	free(p->stacks);
 	free(p->stack_slots);
 	free(p);
+}
+
+/* What an allocation holds of the heap: its usable size and the allocator's header (a
+ * 10-character name takes 32 bytes), so that the profile's size is its memory. */
+static size_t chunk_bytes(const void *ptr)
+{
+	return ptr ? malloc_usable_size((void *)ptr) + sizeof(size_t) : 0;
 }
 
 static uint64_t frame_hash(enum frame_kind kind, const char *name, const char *file, int line,
@@ -154,7 +162,7 @@ static uint32_t intern(struct profile *p, enum frame_kind kind, const char *name
 	}
 	p->frame_hash[p->nframes] = h;
 	p->frame_slots[j] = p->nframes + 1;
-	p->bytes += strlen(name) + 1 + (file ? strlen(file) + 1 : 0);
+	p->bytes += chunk_bytes(s->name) + chunk_bytes(s->file);
 	return p->nframes++;
 }
 
@@ -338,7 +346,7 @@ static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t coun
 	p->wall_ns += wall_ns;
 	p->cpu_ns += cpu_ns;
 	p->weighted |= wall_ns || cpu_ns;
-	p->bytes += n * sizeof(uint32_t);
+	p->bytes += chunk_bytes(copy);
 	return 0;
 }
 

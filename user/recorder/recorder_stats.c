@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* The --stats report of a recording. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,7 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 	const struct sampler_stats st = a->final;
 	uint64_t lost = a->lost;
 	size_t nstacks, nframes;
+	struct mallinfo2 mi;
 
 	if (a->ureader)
 		return print_ustats(a, elapsed, f);
@@ -265,8 +267,10 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		a->snap.cpu);
 	print_lifecycle_stats(a, f);
 	fprintf(f, "profile: %zu KiB\n", profile_bytes(last ? last : a->rec.prof, &nstacks) >> 10);
-	fprintf(f, "memory used: %zu KiB (heap %zu KiB)\n", rss_bytes("\nVmRSS:") >> 10,
-		rss_bytes("\nRssAnon:") >> 10);
+	mi = mallinfo2();
+	fprintf(f, "memory used: %zu KiB (heap %zu KiB, %zu KiB of it allocated)\n",
+		rss_bytes("\nVmRSS:") >> 10, rss_bytes("\nRssAnon:") >> 10,
+		(mi.uordblks + mi.hblkhd) >> 10);
 	fprintf(f, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.3f s before\n",
 		recorder_cpu() - a->cpu_start, 100 * (recorder_cpu() - a->cpu_start) / elapsed,
 		a->cpu_start);

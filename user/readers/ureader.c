@@ -65,25 +65,6 @@ struct ureader {
 	struct py_sample *ring; /* MC_SLOTS records */
 };
 
-static const char *const names[] = {
-	[READER_BPF] = "bpf", [READER_MEMCPY] = "memcpy", [READER_VMREADV] = "vmreadv"
-};
-
-int reader_parse(const char *name, enum reader_kind *out)
-{
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i])) {
-			*out = i;
-			return 0;
-		}
-	return -1;
-}
-
-const char *reader_name(enum reader_kind k)
-{
-	return names[k];
-}
-
 struct ureader *ureader_new(const struct ureader_opts *o)
 {
 	struct ureader *u = calloc(1, sizeof(*u));

@@ -13,13 +13,9 @@
 #include <stdint.h>
 
 #include "cpython/pyproc.h"
+#include "readers/reader.h"
 #include "readers/sampler.h"
 #include "asyncio/tracker.h"
-
-enum reader_kind { READER_BPF, READER_MEMCPY, READER_VMREADV };
-
-int reader_parse(const char *name, enum reader_kind *out);
-const char *reader_name(enum reader_kind k);
 
 struct ureader_opts {
 	enum reader_kind kind; /* READER_MEMCPY or READER_VMREADV */

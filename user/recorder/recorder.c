@@ -11,7 +11,6 @@
 
 #include "recorder/recorder_impl.h"
 #include "recorder/status.h"
-#include "bpf/wall.h"
 #include "clock.h"
 #include "errmsg.h"
 
@@ -63,24 +62,16 @@ double recorder_cpu(void)
 static void show_status(struct recorder *a, double elapsed)
 {
 	status_show(elapsed, a->recorded + profile_total(a->rec.prof), a->rec.ntargets,
-		    recorder_lost(a, NULL));
+		    recorder_lost(a));
 }
 
 /* Samples taken in tracked processes that are not in the profile. */
-uint64_t recorder_lost(struct recorder *a, struct sampler_stats *out)
+uint64_t recorder_lost(struct recorder *a)
 {
-	struct sampler_stats st;
-	struct ureader_stats ust;
+	struct reader_totals t;
 
-	if (!a->sampler || sampler_read_stats(a->sampler, &st))
-		memset(&st, 0, sizeof(st));
-	if (out)
-		*out = st;
-	if (a->ureader) {
-		ureader_read_stats(a->ureader, &ust);
-		return ust.lost + a->rec.nomem + a->rec.unknown_pid;
-	}
-	return st.stat[STAT_LOST] + st.bad_records + a->rec.nomem + a->rec.unknown_pid;
+	reader_totals(a->reader, &t);
+	return t.lost + a->rec.nomem + a->rec.unknown_pid;
 }
 
 static uint64_t realtime_ns(void)
@@ -105,67 +96,38 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 /* The reader and what shares its maps: the tracker, wall mode, the lifecycle events. */
 static int open_reader(struct recorder *a)
 {
+	struct reader_opts ro = { .kind = a->o.reader,
+				  .wall = a->o.wall,
+				  .freq = a->o.freq,
+				  .max_tasks = a->o.max_tasks,
+				  .origins = a->o.origins,
+				  .run_stats = a->o.run_stats,
+				  .verbose = a->o.verbose,
+				  .native_bytes = a->o.native_bytes,
+				  .rec = &a->rec,
+				  .cb = on_sample,
+				  .ctx = a };
+	struct lifecycle_ops ops = { .examine = targets_examine,
+				     .ended = targets_ended,
+				     .tracked = targets_tracked,
+				     .ctx = a };
 	char why[512];
+	int ret;
 
-	if (a->o.reader != READER_BPF) {
-		struct ureader_opts uo = {
-			.kind = a->o.reader, .freq = a->o.freq, .cb = on_sample, .ctx = a
-		};
-
-		a->ureader = ureader_new(&uo);
-		a->tracker = a->ureader ? tracker_new_ops(&ureader_taskmaps_ops, a->ureader) : NULL;
-	} else {
-		struct sampler_opts so = { .freq = a->o.freq,
-					   .run_stats = a->o.run_stats,
-					   .verbose = a->o.verbose,
-					   .no_cpu_samples = a->o.wall,
-					   .no_task_init = !a->o.origins,
-					   .native_bytes = a->o.native_bytes,
-					   .cb = on_sample,
-					   .ctx = a };
-
-		if (sampler_open(&a->sampler, &so, why, sizeof(why))) {
-			recorder_say(a, "%s", why);
-			return EXIT_ENV;
-		}
-		a->tracker = tracker_new(a->sampler);
-		tasknames_set_map(a->rec.names, sampler_map_fd(a->sampler, "task_names"));
-		tasksites_set_map(a->rec.sites, sampler_map_fd(a->sampler, "task_sites"));
-	}
-	if (!a->tracker) {
-		recorder_say(a, "out of memory");
+	a->reader = reader_new(&ro, why, sizeof(why));
+	if (!a->reader) {
+		recorder_say(a, "%s", why);
 		return EXIT_ENV;
 	}
-	if (a->o.wall) {
-		struct wallrec_opts wo = { .freq = a->o.freq,
-					   .max_tasks = a->o.max_tasks,
-					   .run_stats = a->o.run_stats };
-
-		a->wall = wallrec_new(a->sampler, &a->rec, a->tracker, &wo, why, sizeof(why));
-		if (!a->wall) {
-			recorder_say(a, "%s", why);
-			return EXIT_ENV;
-		}
-	}
+	a->tracker = a->reader->tracker;
+	/* before the first scan, so that no process starts unseen in between */
 	a->scan_ms = SCAN_INTERVAL_MS;
-	/* before the first scan, so that no process starts unseen in between (BPF only:
-	 * the events come from tracepoints) */
-	if (a->sampler) {
-		struct lifecycle_ops ops = { .examine = targets_examine,
-					     .ended = targets_ended,
-					     .tracked = targets_tracked,
-					     .ctx = a };
-
-		if (lifecycle_open(&a->lc, a->sampler, &ops, why, sizeof(why))) {
-			recorder_say(
-				a,
-				"warning: %s; processes are found by scanning /proc every second",
-				why);
-			a->scan_ms = 1000;
-		}
-	} else {
+	ret = reader_lifecycle(a->reader, &a->lc, &ops, why, sizeof(why));
+	if (ret && ret != READER_UNSUPPORTED)
+		recorder_say(a, "warning: %s; processes are found by scanning /proc every second",
+			     why);
+	if (ret)
 		a->scan_ms = 1000;
-	}
 	return 0;
 }
 
@@ -177,7 +139,7 @@ static int find_targets(struct recorder *a)
 	if (a->o.npids) {
 		for (int i = 0; i < a->o.npids; i++)
 			targets_track(a, &a->listed[i]);
-		if (a->ureader && !a->rec.ntargets)
+		if (a->refused && !a->rec.ntargets)
 			return EXIT_TARGET;
 	} else if (a->o.cmd) {
 		/* it waits, and execs once sampling runs */
@@ -202,13 +164,8 @@ static int start_sampling(struct recorder *a)
 
 	/* tasks already running are known before the first sample */
 	targets_refresh(a, 0);
-	/* wall mode ticks from userspace: no perf events */
-	if (a->sampler && !a->o.wall && sampler_start(a->sampler, why, sizeof(why))) {
+	if (reader_start(a->reader, why, sizeof(why))) {
 		recorder_say(a, "%s", why);
-		return EXIT_ENV;
-	}
-	if (a->o.wall && wallrec_start(a->wall)) {
-		recorder_say(a, "cannot start the wall-clock timer thread");
 		return EXIT_ENV;
 	}
 	if (a->cmd && !(a->o.stop && *a->o.stop)) {
@@ -250,7 +207,7 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 	 * threshold keeps them in mmap, returned on free, instead of fragmenting the heap
 	 * of a long recording */
 	mallopt(M_MMAP_THRESHOLD, 128 << 10);
-	if (a->o.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
+	if (reader_check_env(a->o.reader, why, sizeof(why))) {
 		recorder_say(a, "%s", why);
 		free(a);
 		return EXIT_ENV;
@@ -313,8 +270,7 @@ enum recorder_end recorder_run(struct recorder *a, double seconds, volatile sig_
 		/* a tenth of a second at most: new processes each take a first snapshot and
 		 * a probe attach (tens of ms) while the ring buffer fills */
 		targets_refresh(a, 0.1);
-		rc = a->ureader ? ureader_poll(a->ureader, wait_ms)
-				: sampler_poll(a->sampler, wait_ms);
+		rc = reader_poll(a->reader, wait_ms);
 		if (rc) {
 			recorder_say(a, "reading samples: %s", strerror(-rc));
 			return RECORDER_FAILED;
@@ -328,8 +284,7 @@ enum recorder_end recorder_run(struct recorder *a, double seconds, volatile sig_
 		}
 		if (recorder_now() >= a->next_scan) {
 			a->next_scan = recorder_now() + a->scan_ms / 1000.0;
-			if (a->sampler)
-				sampler_poll(a->sampler, 0);
+			reader_poll(a->reader, 0);
 			targets_reap(a, a->o.npids > 0);
 			if (a->disc)
 				discover_scan(a->disc, targets_found, a);
@@ -355,15 +310,12 @@ struct profile *recorder_cut(struct recorder *a, struct recorder_cut *info)
 
 	/* what the reader took so far belongs to this cut: records wait in the ring
 	 * buffer until polled */
-	if (!a->stopped && a->sampler)
-		sampler_poll(a->sampler, 0);
-	else if (!a->stopped)
-		ureader_poll(a->ureader, 0);
-	/* the wall-clock thread adds samples too; the sampler's callback runs only in
-	 * polls, which are not running now */
-	if (a->wall)
-		wallrec_lock(a->wall);
-	lost = a->stopped ? a->lost : recorder_lost(a, NULL);
+	if (!a->stopped)
+		reader_poll(a->reader, 0);
+	/* a reader's own thread (wall mode's ticks) adds samples too; the callback runs
+	 * only in polls, which are not running now */
+	reader_lock(a->reader);
+	lost = a->stopped ? a->lost : recorder_lost(a);
 	p = record_cut(&a->rec);
 	if (p) {
 		profile_set_lost(p, lost - a->cut_lost);
@@ -377,8 +329,7 @@ struct profile *recorder_cut(struct recorder *a, struct recorder_cut *info)
 		a->cut_ns = now;
 		a->cut_at = at;
 	}
-	if (a->wall)
-		wallrec_unlock(a->wall);
+	reader_unlock(a->reader);
 	return p;
 }
 
@@ -386,21 +337,13 @@ void recorder_stop(struct recorder *a)
 {
 	if (a->stopped)
 		return;
-	if (a->sampler) {
-		sampler_stop(a->sampler);
-		sampler_poll(a->sampler, 0);
-		if (a->wall)
-			wallrec_stop(a->wall);
-	} else {
-		ureader_stop(a->ureader);
-		ureader_poll(a->ureader, 20); /* signals sent before the stop */
-	}
+	reader_stop(a->reader);
 	a->stopped = true;
 	a->elapsed = recorder_now() - a->start;
 	status_clear();
 	if (a->cmd && !command_pythons(a->cmd))
 		recorder_say(a, "warning: no Python process ran under '%s'", a->o.cmd[0]);
-	a->lost = recorder_lost(a, &a->final);
+	a->lost = recorder_lost(a);
 	if (a->unexamined)
 		recorder_say(a, "warning: %u process%s could not be examined (%s)%s", a->unexamined,
 			     a->unexamined > 1 ? "es" : "", a->first_unexamined,
@@ -409,20 +352,13 @@ void recorder_stop(struct recorder *a)
 
 void recorder_totals(struct recorder *a, struct recorder_totals *t)
 {
-	struct sampler_stats st;
-	struct ureader_stats ust;
+	struct reader_totals rt;
 
-	t->lost = a->stopped ? a->lost : recorder_lost(a, &st);
-	if (a->stopped)
-		st = a->final;
+	reader_totals(a->reader, &rt);
+	t->lost = a->stopped ? a->lost : recorder_lost(a);
 	t->recorded = a->recorded + profile_total(a->rec.prof);
 	t->unknown_frames = a->rec.unknown_frames;
-	if (a->ureader) {
-		ureader_read_stats(a->ureader, &ust);
-		t->taken = ust.samples;
-	} else {
-		t->taken = st.stat[STAT_PYTHON];
-	}
+	t->taken = rt.taken;
 }
 
 size_t recorder_ntargets(const struct recorder *a)
@@ -460,10 +396,7 @@ void recorder_free(struct recorder *a)
 	lifecycle_close(a->lc);
 	command_free(a->cmd);
 	discover_free(a->disc);
-	wallrec_free(a->wall);
-	tracker_free(a->tracker);
-	sampler_close(a->sampler);
-	ureader_free(a->ureader);
+	reader_free(a->reader);
 	record_fini(&a->rec);
 	free(a->listed);
 	free(a);

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 #include "process/procfilter.h"
-#include "readers/ureader.h"
+#include "readers/reader.h"
 
 /* Exit statuses the tools share; a command's own status is passed on apart from these. */
 #define EXIT_USAGE  1

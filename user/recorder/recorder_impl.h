@@ -12,25 +12,23 @@
 #include "process/lifecycle.h"
 #include "profile/record.h"
 #include "recorder/recorder.h"
-#include "readers/sampler.h"
+#include "readers/reader.h"
 #include "asyncio/snappace.h"
 #include "asyncio/tracker.h"
-#include "readers/wallrec.h"
 
 #define WARNED 64
 
 struct recorder {
 	struct recorder_opts o;
 	struct record rec;
-	struct sampler *sampler;
-	struct ureader *ureader; /* --reader memcpy or vmreadv, instead of sampler */
-	struct wallrec *wall;	 /* --mode wall */
-	struct tracker *tracker;
+	struct reader *reader;
+	struct tracker *tracker; /* the reader's */
 	struct command *cmd;
 	struct lifecycle *lc;
 	unsigned int unexamined; /* -a: processes whose files could not be read */
 	uint64_t origins_gone;	 /* creation probes not attached: the process exited or exec'd */
 	uint64_t filtered;	 /* Python processes the filters left out */
+	uint64_t refused;	 /* processes the reader cannot read */
 	struct snappace snap;
 	double cpu_start; /* CPU time used before sampling started */
 	struct warned {
@@ -50,8 +48,7 @@ struct recorder {
 	uint64_t cut_lost; /* lost samples counted in earlier cuts */
 	uint64_t recorded; /* samples in earlier cuts */
 	bool stopped;
-	double elapsed;		    /* start to stop */
-	struct sampler_stats final; /* the reader's counters at the stop */
+	double elapsed; /* start to stop */
 	uint64_t lost;
 	struct py_target *listed; /* o.pids, inspected */
 };
@@ -61,8 +58,8 @@ void recorder_say(struct recorder *a, const char *fmt, ...) __attribute__((forma
 double recorder_now(void);
 /* User and system CPU time of this process, s. */
 double recorder_cpu(void);
-/* Samples taken in tracked processes that are not in the profile; out: the counters. */
-uint64_t recorder_lost(struct recorder *a, struct sampler_stats *out);
+/* Samples taken in tracked processes that are not in the profile. */
+uint64_t recorder_lost(struct recorder *a);
 
 /* recorder_targets.c: the listed pids inspected (-1: one is bad, said); tracking a
  * process; task snapshots and creation probes of the targets due; the callbacks of

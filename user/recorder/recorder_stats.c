@@ -50,34 +50,6 @@ static void print_lifecycle_stats(struct recorder *a, FILE *f)
 	fputc('\n', f);
 }
 
-/* The q-quantile of a cost_bucket() histogram: the middle of its bucket, in ns. */
-static double hist_quantile(const uint64_t *h, double q)
-{
-	uint64_t n = 0, seen = 0;
-
-	for (int k = 0; k < COST_BUCKETS; k++)
-		n += h[k];
-	for (int k = 0; n && k < COST_BUCKETS; k++) {
-		seen += h[k];
-		if ((double)seen >= q * (double)n) {
-			double lo, hi;
-
-			if (k < 8)
-				return k;
-			lo = (double)((4 + k % 4) << 0) * (double)(1ULL << (k / 4 - 2));
-			hi = lo + (double)(1ULL << (k / 4 - 2));
-			return (lo + hi) / 2;
-		}
-	}
-	return 0;
-}
-
-static void print_cost(FILE *f, const uint64_t *h)
-{
-	fprintf(f, "median read time per sample: %.0f ns\n", hist_quantile(h, 0.5));
-	fprintf(f, "p90 read time per sample: %.0f ns\n", hist_quantile(h, 0.9));
-}
-
 /* Processes profiled without their asyncio tasks, or without task creation watched: none
  * is a silent answer. */
 static void print_task_support(const struct recorder *a, FILE *f)
@@ -104,37 +76,48 @@ static void print_thread_names(const struct recorder *a, FILE *f)
 		(unsigned long long)ps.reads, (unsigned long long)ps.read_fails);
 }
 
-static void print_ustats(struct recorder *a, double elapsed, FILE *f)
-{
-	struct ureader_stats st;
+struct stats_ctx {
+	struct recorder *a;
+	const struct profile *last;
+};
 
-	ureader_read_stats(a->ureader, &st);
-	fprintf(f, "reader: %s\n", reader_name(a->o.reader));
-	fprintf(f, "duration: %.1f s\n", elapsed);
-	fprintf(f, "timer ticks: %llu (missed %llu)\n", (unsigned long long)st.ticks,
-		(unsigned long long)st.missed_ticks);
-	fprintf(f, "samples: %llu\n", (unsigned long long)st.samples);
-	fprintf(f, "recorded samples: %llu\n",
-		(unsigned long long)a->recorded + profile_total(a->rec.prof));
-	fprintf(f, "no thread state: %llu\n", (unsigned long long)st.no_tstate);
-	fprintf(f, "truncated: %llu\n", (unsigned long long)st.truncated);
-	fprintf(f, "read errors: %llu\n", (unsigned long long)st.read_err);
-	fprintf(f, "lost: %llu\n", (unsigned long long)st.lost);
-	if (st.read_cnt)
-		fprintf(f, "%s per sample: %llu ns (%llu runs)\n",
-			a->o.reader == READER_MEMCPY ? "handler time" : "walk time",
-			(unsigned long long)(st.read_ns / st.read_cnt),
-			(unsigned long long)st.read_cnt);
-	if (st.read_cnt)
-		print_cost(f, st.cost_hist);
-	if (st.read_cnt)
-		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
-			(double)st.mem_reads / (double)st.read_cnt,
-			(double)st.mem_bytes / (double)st.read_cnt);
-	if (a->o.reader == READER_MEMCPY)
-		fprintf(f, "faults caught: %llu\nhandler runs unattached: %llu\n",
-			(unsigned long long)st.faults, (unsigned long long)st.idle);
-	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.in_task);
+static void print_native(void *ctx, FILE *f, double stack_bytes)
+{
+	struct recorder *a = ((struct stats_ctx *)ctx)->a;
+	struct unwinder_stats us;
+
+	if (!a->rec.unw)
+		return;
+	unwinder_stats(a->rec.unw, &us);
+	fprintf(f, "native stacks: %llu (%llu frames), %.0f stack bytes per sample\n",
+		(unsigned long long)us.stacks, (unsigned long long)us.frames, stack_bytes);
+	fprintf(f,
+		"native stacks short of the root: %llu (the copy ended, or %d frames), %llu "
+		"(no registers, no module or no CFI)\n",
+		(unsigned long long)us.ended_copy, NATIVE_MAX_FRAMES,
+		(unsigned long long)us.ended_error);
+	fprintf(f, "native unwind time per stack: %llu ns; module reads: %llu (%.3f s)\n",
+		(unsigned long long)(us.stacks ? us.ns / us.stacks : 0),
+		(unsigned long long)us.reports, (double)us.report_ns / 1e9);
+	fprintf(f,
+		"native unwind time per known stack: %llu ns (%llu stacks whose frames were all "
+		"named before)\n",
+		(unsigned long long)(us.warm ? us.warm_ns / us.warm : 0),
+		(unsigned long long)us.warm);
+	fprintf(f, "native stacks unwound by libdw: %llu (a frame with no simple CFI rule)\n",
+		(unsigned long long)us.slow);
+	fprintf(f, "native stacks cut at a return address outside code: %llu\n",
+		(unsigned long long)us.bad_returns);
+	fprintf(f, "native stacks interrupted in code of no ELF file: %llu\n",
+		(unsigned long long)us.stubs);
+	if (us.checked)
+		fprintf(f, "native stacks checked against libdw: %llu, %llu differ\n",
+			(unsigned long long)us.checked, (unsigned long long)us.mismatches);
+}
+
+/* What a userspace reader's report ends with. */
+static void print_brief(const struct recorder *a, FILE *f)
+{
 	print_task_support(a, f);
 	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
 	fprintf(f, "task names unreadable: %llu\n",
@@ -144,87 +127,10 @@ static void print_ustats(struct recorder *a, double elapsed, FILE *f)
 	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
 }
 
-void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *f)
+static void print_tasks(const struct recorder *a, FILE *f)
 {
-	double elapsed = a->elapsed;
-	const struct sampler_stats st = a->final;
-	uint64_t lost = a->lost;
-	size_t nstacks, nframes;
-	struct mallinfo2 mi;
+	uint64_t absent, replaced, gone, copy, unreadable;
 
-	if (a->ureader)
-		return print_ustats(a, elapsed, f);
-	fprintf(f, "duration: %.1f s\n", elapsed);
-	fprintf(f, "samples: %llu\n", (unsigned long long)st.stat[STAT_SAMPLES]);
-	fprintf(f, "python samples: %llu\n", (unsigned long long)st.stat[STAT_PYTHON]);
-	fprintf(f, "recorded samples: %llu\n",
-		(unsigned long long)a->recorded + profile_total(a->rec.prof));
-	fprintf(f, "no thread state: %llu\n", (unsigned long long)st.stat[STAT_NO_TSTATE]);
-	fprintf(f, "truncated: %llu\n", (unsigned long long)st.stat[STAT_TRUNCATED]);
-	fprintf(f, "read errors: %llu\n", (unsigned long long)st.stat[STAT_READ_ERR]);
-	fprintf(f,
-		"lost: %llu (ring buffer full %llu, malformed %llu, out of memory %llu, untracked "
-		"process %llu)\n",
-		(unsigned long long)lost, (unsigned long long)st.stat[STAT_LOST],
-		(unsigned long long)st.bad_records, (unsigned long long)a->rec.nomem,
-		(unsigned long long)a->rec.unknown_pid);
-	fprintf(f, "unknown frames: %llu (code objects that could not be read)\n",
-		(unsigned long long)a->rec.unknown_frames);
-	fprintf(f, "thread-state lookups: %llu\n", (unsigned long long)st.stat[STAT_TSTATE_LOOKUP]);
-	if (st.run_cnt)
-		fprintf(f, "bpf run time per sample: %llu ns (%llu runs)\n",
-			(unsigned long long)(st.run_ns / st.run_cnt),
-			(unsigned long long)st.run_cnt);
-	else if (a->wall)
-		fprintf(f, "bpf run time per sample: none (wall mode: see bpf run time per "
-			   "tick)\n");
-	else
-		fprintf(f, "bpf run time per sample: unavailable\n");
-	fprintf(f, "bpf walker: %s\n", sampler_variant(a->sampler));
-	if (st.stat[STAT_PYTHON]) {
-		fprintf(f, "walk time per python sample: %llu ns\n",
-			(unsigned long long)(st.stat[STAT_PY_NS] / st.stat[STAT_PYTHON]));
-		print_cost(f, st.cost_hist);
-		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
-			(double)st.stat[STAT_READS] / (double)st.stat[STAT_PYTHON],
-			(double)st.stat[STAT_READ_BYTES] / (double)st.stat[STAT_PYTHON]);
-	}
-	if (a->rec.unw) {
-		struct unwinder_stats us;
-
-		unwinder_stats(a->rec.unw, &us);
-		fprintf(f, "native stacks: %llu (%llu frames), %.0f stack bytes per sample\n",
-			(unsigned long long)us.stacks, (unsigned long long)us.frames,
-			st.stat[STAT_NATIVE]
-				? (double)st.stat[STAT_NATIVE_BYTES] / (double)st.stat[STAT_NATIVE]
-				: 0.0);
-		fprintf(f,
-			"native stacks short of the root: %llu (the copy ended, or %d frames), "
-			"%llu "
-			"(no registers, no module or no CFI)\n",
-			(unsigned long long)us.ended_copy, NATIVE_MAX_FRAMES,
-			(unsigned long long)us.ended_error);
-		fprintf(f, "native unwind time per stack: %llu ns; module reads: %llu (%.3f s)\n",
-			(unsigned long long)(us.stacks ? us.ns / us.stacks : 0),
-			(unsigned long long)us.reports, (double)us.report_ns / 1e9);
-		fprintf(f,
-			"native unwind time per known stack: %llu ns (%llu stacks whose frames "
-			"were all named before)\n",
-			(unsigned long long)(us.warm ? us.warm_ns / us.warm : 0),
-			(unsigned long long)us.warm);
-		fprintf(f,
-			"native stacks unwound by libdw: %llu (a frame with no simple CFI rule)\n",
-			(unsigned long long)us.slow);
-		fprintf(f, "native stacks cut at a return address outside code: %llu\n",
-			(unsigned long long)us.bad_returns);
-		fprintf(f, "native stacks interrupted in code of no ELF file: %llu\n",
-			(unsigned long long)us.stubs);
-		if (us.checked)
-			fprintf(f, "native stacks checked against libdw: %llu, %llu differ\n",
-				(unsigned long long)us.checked, (unsigned long long)us.mismatches);
-	}
-	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
-	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(f,
 		"task-creation probes not attached: %llu (the process exited or exec'd "
 		"meanwhile)\n",
@@ -234,29 +140,34 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
-	{
-		uint64_t absent, replaced;
-
-		tasksites_misses(a->rec.sites, &absent, &replaced);
-		fprintf(f,
-			"creators without their creation site: %llu (not drawn; sites looked up "
-			"and "
-			"absent %llu, of another task %llu)\n",
-			(unsigned long long)a->rec.sites_unknown, (unsigned long long)absent,
-			(unsigned long long)replaced);
-	}
+	tasksites_misses(a->rec.sites, &absent, &replaced);
+	fprintf(f,
+		"creators without their creation site: %llu (not drawn; sites looked up and "
+		"absent %llu, of another task %llu)\n",
+		(unsigned long long)a->rec.sites_unknown, (unsigned long long)absent,
+		(unsigned long long)replaced);
 	fprintf(f,
 		"creation chains stopped: %llu (a task made by a task running the same "
 		"coroutine function: a server's next request)\n",
 		(unsigned long long)a->rec.creation_cuts);
-	{
-		uint64_t gone, copy, n = tasknames_unreadable(a->rec.names, &gone, &copy);
+	unreadable = tasknames_unreadable(a->rec.names, &gone, &copy);
+	fprintf(f,
+		"task names unreadable: %llu (shown as <task ?>: %llu copies replaced or "
+		"evicted before they were read, %llu names the walk could not read)\n",
+		(unsigned long long)unreadable, (unsigned long long)gone, (unsigned long long)copy);
+}
 
-		fprintf(f,
-			"task names unreadable: %llu (shown as <task ?>: %llu copies replaced or "
-			"evicted before they were read, %llu names the walk could not read)\n",
-			(unsigned long long)n, (unsigned long long)gone, (unsigned long long)copy);
-	}
+static void print_recording(void *ctx, FILE *f, bool brief)
+{
+	struct stats_ctx *c = ctx;
+	struct recorder *a = c->a;
+	const struct profile *last = c->last ? c->last : a->rec.prof;
+	size_t nstacks, nframes;
+	struct mallinfo2 mi;
+
+	if (brief)
+		return print_brief(a, f);
+	print_tasks(a, f);
 	print_thread_names(a, f);
 	fprintf(f, "processes: %zu\n", a->rec.ntargets);
 	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
@@ -266,16 +177,29 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 	fprintf(f, "task snapshots: %llu (%.3f s CPU)\n", (unsigned long long)a->snap.taken,
 		a->snap.cpu);
 	print_lifecycle_stats(a, f);
-	fprintf(f, "profile: %zu KiB\n", profile_bytes(last ? last : a->rec.prof, &nstacks) >> 10);
+	fprintf(f, "profile: %zu KiB\n", profile_bytes(last, &nstacks) >> 10);
 	mi = mallinfo2();
 	fprintf(f, "memory used: %zu KiB (heap %zu KiB, %zu KiB of it allocated)\n",
 		rss_bytes("\nVmRSS:") >> 10, rss_bytes("\nRssAnon:") >> 10,
 		(mi.uordblks + mi.hblkhd) >> 10);
 	fprintf(f, "profiler cpu: %.2f s while recording (%.2f%% of a core), %.3f s before\n",
-		recorder_cpu() - a->cpu_start, 100 * (recorder_cpu() - a->cpu_start) / elapsed,
+		recorder_cpu() - a->cpu_start, 100 * (recorder_cpu() - a->cpu_start) / a->elapsed,
 		a->cpu_start);
-	profile_size(last ? last : a->rec.prof, &nstacks, &nframes);
+	profile_size(last, &nstacks, &nframes);
 	fprintf(f, "distinct stacks: %zu (%zu distinct frames)\n", nstacks, nframes);
-	if (a->wall)
-		wallrec_print_stats(a->wall, f);
+}
+
+/* The reader's report, with the recording's lines where the reader puts them. */
+void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *f)
+{
+	struct stats_ctx ctx = { .a = a, .last = last };
+	struct reader_report rep = { .elapsed = a->elapsed,
+				     .recorded = a->recorded + profile_total(a->rec.prof),
+				     .lost = a->lost,
+				     .rec = &a->rec,
+				     .native = print_native,
+				     .recording = print_recording,
+				     .ctx = &ctx };
+
+	reader_print_stats(a->reader, f, &rep);
 }

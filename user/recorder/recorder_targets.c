@@ -4,7 +4,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "asyncio/atasks.h"
 #include "process/procfilter.h"
 #include "process/procfs.h"
 #include "process/procmaps.h"
@@ -43,11 +42,15 @@ static bool same_program(const struct target *tg)
  * attached. */
 static bool watch_creations(struct recorder *a, struct target *tg)
 {
-	int ret = atasks_watch_creations(a->sampler, &tg->t);
+	int ret = reader_watch_creations(a->reader, &tg->t);
 
 	if (!ret) {
 		tg->origins = 1;
 		return true;
+	}
+	if (ret == READER_UNSUPPORTED) {
+		tg->origins = 1;
+		return false;
 	}
 	/* An exiting interpreter tears its modules down under the reads (EINVAL, EAGAIN
 	 * from half-cleared dicts), an exec or exit takes its files and maps away (ENOENT,
@@ -114,18 +117,14 @@ void targets_refresh(struct recorder *a, double max_s)
 			continue;
 		}
 		tg->async_fails = 0;
-		if (ret && !tg->origins && a->o.origins && a->sampler) {
+		if (ret && !tg->origins && a->o.origins) {
 			/* a task created between that snapshot and the probe is in neither: read
 			 * again now that the probe is in place, not at the next paced turn */
 			if (watch_creations(a, tg) &&
 			    tracker_refresh(a->tracker, &tg->t, why, sizeof(why)) < 0)
 				tg->next_refresh = recorder_now();
 		}
-		if (a->wall) {
-			wallrec_lock(a->wall);
-			wallrec_set_tasks(a->wall, tg->t.pid);
-			wallrec_unlock(a->wall);
-		}
+		reader_tasks_read(a->reader, tg->t.pid);
 	}
 }
 
@@ -143,6 +142,8 @@ static void track_locked(struct recorder *a, const struct py_target *t)
 {
 	struct proc_place pl;
 	struct target *tg;
+	char why[512];
+	int ret;
 
 	if (!place_ok(a, t->pid, t->comm, &pl)) {
 		a->filtered++;
@@ -157,22 +158,10 @@ static void track_locked(struct recorder *a, const struct py_target *t)
 		recorder_say(a, "pid %d: out of memory", t->pid);
 		return;
 	}
-	if (a->ureader) {
-		char why[512];
-
-		if (ureader_add_proc(a->ureader, t, why, sizeof(why))) {
-			recorder_say(a, "%s", why);
-			record_del_target(&a->rec, t->pid);
-			return;
-		}
-	} else if (sampler_add_proc(a->sampler, t->pid, &t->proc)) {
-		recorder_say(a, "pid %d: cannot add it to the BPF map", t->pid);
-		record_del_target(&a->rec, t->pid);
-		return;
-	}
-	if (a->wall && wallrec_add(a->wall, t->pid)) {
-		recorder_say(a, "pid %d: cannot attach the wall-clock iterator", t->pid);
-		sampler_del_proc(a->sampler, t->pid);
+	ret = reader_add(a->reader, t, why, sizeof(why));
+	if (ret) {
+		recorder_say(a, "%s", why);
+		a->refused += ret == READER_REFUSED;
 		record_del_target(&a->rec, t->pid);
 		return;
 	}
@@ -184,14 +173,12 @@ static void track_locked(struct recorder *a, const struct py_target *t)
 	}
 }
 
-/* The wall-clock ticks read the targets from their own thread. */
+/* A reader's own thread (wall mode's ticks) may read the targets. */
 void targets_track(struct recorder *a, const struct py_target *t)
 {
-	if (a->wall)
-		wallrec_lock(a->wall);
+	reader_lock(a->reader);
 	track_locked(a, t);
-	if (a->wall)
-		wallrec_unlock(a->wall);
+	reader_unlock(a->reader);
 }
 
 /* Whether pid (this incarnation of it) was warned about already: a scan and an event
@@ -232,20 +219,13 @@ void targets_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_
 
 static void untrack(struct recorder *a, pid_t pid)
 {
-	if (a->wall)
-		wallrec_lock(a->wall);
-	if (a->ureader)
-		ureader_del_proc(a->ureader, pid);
-	else
-		sampler_del_proc(a->sampler, pid);
-	if (a->wall)
-		wallrec_del(a->wall, pid);
+	reader_lock(a->reader);
+	reader_del(a->reader, pid);
 	tracker_forget(a->tracker, pid);
 	record_del_target(&a->rec, pid);
 	if (a->lc)
 		lifecycle_ended(a->lc, pid);
-	if (a->wall)
-		wallrec_unlock(a->wall);
+	reader_unlock(a->reader);
 }
 
 static bool listed(const struct recorder_opts *o, pid_t pid)

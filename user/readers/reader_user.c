@@ -87,19 +87,8 @@ static void user_free(void *r)
 	free(ur);
 }
 
-static const struct reader_ops memcpy_ops = {
-	.name = "memcpy",
-	.add = user_add,
-	.del = user_del,
-	.poll = user_poll,
-	.stop = user_stop,
-	.totals = user_totals,
-	.print_stats = user_print_stats,
-	.free = user_free,
-};
-
-static const struct reader_ops vmreadv_ops = {
-	.name = "vmreadv",
+static const struct reader_ops user_ops = {
+	.name = "userspace",
 	.add = user_add,
 	.del = user_del,
 	.poll = user_poll,
@@ -125,7 +114,7 @@ int reader_user_init(struct reader *rd, const struct reader_opts *o, char *why, 
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
-	rd->ops = o->kind == READER_MEMCPY ? &memcpy_ops : &vmreadv_ops;
+	rd->ops = &user_ops;
 	rd->impl = ur;
 	rd->tracker = ur->tr;
 	return 0;

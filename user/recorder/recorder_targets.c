@@ -44,13 +44,10 @@ static bool watch_creations(struct recorder *a, struct target *tg)
 {
 	int ret = reader_watch_creations(a->reader, &tg->t);
 
-	if (!ret) {
+	/* a reader without creation probes (the userspace ones) is not asked again */
+	if (!ret || ret == READER_UNSUPPORTED) {
 		tg->origins = 1;
-		return true;
-	}
-	if (ret == READER_UNSUPPORTED) {
-		tg->origins = 1;
-		return false;
+		return !ret;
 	}
 	/* An exiting interpreter tears its modules down under the reads (EINVAL, EAGAIN
 	 * from half-cleared dicts), an exec or exit takes its files and maps away (ENOENT,

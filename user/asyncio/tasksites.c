@@ -59,17 +59,14 @@ void tasksites_set_map(struct tasksites *ts, int fd)
 		make_slots(ts);
 }
 
-const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
-				      uint64_t serial)
+bool tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr, uint64_t serial,
+		   struct task_site *out)
 {
 	struct site_key key = { .pid = pid, .task = addr, .serial = serial };
 	struct slot *e;
 
-	if (ts->fd < 0 || !serial) {
-		return NULL;
-	}
-	if (!make_slots(ts))
-		return NULL;
+	if (ts->fd < 0 || !serial || !make_slots(ts))
+		return false;
 	e = &ts->slots[hash_u64(addr ^ hash_u64(serial ^ (uint64_t)pid << 40)) & (SITE_SLOTS - 1)];
 	if (e->pid != pid || e->addr != addr || e->serial != serial) {
 		e->pid = pid;
@@ -85,7 +82,9 @@ const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t 
 			ts->replaced += !e->found;
 		}
 	}
-	return e->found ? &e->site : NULL;
+	if (e->found)
+		*out = e->site;
+	return e->found;
 }
 
 void tasksites_misses(const struct tasksites *ts, uint64_t *absent, uint64_t *replaced)

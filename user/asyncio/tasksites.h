@@ -4,6 +4,7 @@
 #ifndef ASYNCBPF_TASKSITES_H
 #define ASYNCBPF_TASKSITES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,9 +16,10 @@ struct tasksites *tasksites_new(void);
 void tasksites_free(struct tasksites *ts);
 /* The sampler's task_sites map (its fd); -1 (the default): no sites known. */
 void tasksites_set_map(struct tasksites *ts, int fd);
-/* The creation site of the task at addr in pid that is numbered serial; NULL if unknown. */
-const struct task_site *tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr,
-				      uint64_t serial);
+/* Copies to out the creation site of the task at addr in pid that is numbered serial;
+ * false if unknown. A copy: the next lookup may reuse the cache's slot. */
+bool tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr, uint64_t serial,
+		   struct task_site *out);
 
 /* Sites looked up and not there (evicted, or never made), or another task's. */
 void tasksites_misses(const struct tasksites *ts, uint64_t *absent, uint64_t *replaced);

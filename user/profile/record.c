@@ -298,14 +298,15 @@ static bool same_kind(uint64_t code_a, const char *name_a, uint64_t code_b, cons
  * request's work. */
 static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py_sample *s,
 			    uint32_t last, uint32_t total, const struct task_site **sites,
-			    char (*names)[TASK_NAME_TEXT])
+			    struct task_site *copies, char (*names)[TASK_NAME_TEXT])
 {
 	uint32_t nt = s->hdr.ntasks;
 
 	for (uint32_t k = 1; k < nt; k++)
-		if (s->tasks[k].flags & TASK_ORIGIN)
-			sites[k] = tasksites_get(r->sites, tg->t.pid, s->tasks[k - 1].addr,
-						 s->tasks[k - 1].serial);
+		if (s->tasks[k].flags & TASK_ORIGIN &&
+		    tasksites_get(r->sites, tg->t.pid, s->tasks[k - 1].addr, s->tasks[k - 1].serial,
+				  &copies[k]))
+			sites[k] = &copies[k];
 	for (uint32_t k = 1; k < nt; k++) {
 		uint64_t child;
 
@@ -338,6 +339,7 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	const struct sample_hdr *h = &s->hdr;
 	uint32_t split = 0, total = h->nframes + h->ncoro, th[MAX_THREAD], at[MAX_FRAMES], nth, top;
 	const struct task_site *sites[MAX_TASKS] = { 0 };
+	struct task_site copies[MAX_TASKS];
 	char names[MAX_TASKS][TASK_NAME_TEXT];
 	/* a suspended task shows its own coroutine frames like its awaiters' */
 	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
@@ -357,7 +359,7 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 tasks:
 	for (uint32_t k = 0; k < h->ntasks; k++)
 		tasknames_sample(r->names, &tg->t, &s->tasks[k], names[k], sizeof(names[k]));
-	top = shown_tasks(r, tg, s, last, total, sites, names);
+	top = shown_tasks(r, tg, s, last, total, sites, copies, names);
 	if (top == h->ntasks && s->tasks[top - 1].flags & TASK_MORE)
 		ids[n++] = special(r, "[more tasks]");
 	for (uint32_t k = top; k-- > last;) {

@@ -60,6 +60,16 @@ struct py_async_layout {
 	__u16 wakeup_task;	 /* 3.8-3.9: TaskWakeupMethWrapper.ww_task; 3.10+:
 				    PyCFunctionObject.m_self */
 	__u16 tuple_items;	 /* PyTupleObject.ob_item: 24, 32 from 3.14 (ob_hash) */
+
+	/* what a thread is running on behalf of: its contextvars.Context and a frame's
+	 * locals */
+	__u16 tstate_context;	/* PyThreadState.context (PyObject *, NULL until first used) */
+	__u16 frame_localsplus; /* 3.8-3.10: PyFrameObject.f_localsplus; 3.11+:
+				 * _PyInterpreterFrame.localsplus (inline arrays, in the order of
+				 * co_varnames / co_localsplusnames; 3.14+ _PyStackRef, tagged in
+				 * py_layout.ref_tag_bits low bits) */
 };
+/* crosses to BPF inside struct py_proc: no implicit padding, fields naturally aligned */
+_Static_assert(sizeof(struct py_async_layout) % 8 == 0, "py_async_layout: size");
 
 #endif

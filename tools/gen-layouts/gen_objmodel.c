@@ -317,6 +317,54 @@ static void fill_async(void)
 		m.async.op_resume_alt = m.async.op_resume;
 }
 
+/* A field the readers load as one pointer from an object of size bytes. */
+static void pointer_field(const char *what, unsigned long off, size_t fsize, size_t size)
+{
+	if (fsize != 8)
+		die(what, (long)fsize, "is not pointer-sized");
+	if (off + fsize > size)
+		die(what, (long)off, "lies beyond its struct");
+}
+
+/* What links a thread's work to whoever asked for it: the thread's contextvars.Context,
+ * where a frame's locals start (an inline array that ends the frame struct) and the names
+ * of those slots in its code object. */
+static void fill_contexts(void)
+{
+	PyThreadState *ts = NULL;
+	PyCodeObject *co = NULL;
+
+	SET(async.tstate_context, offsetof(PyThreadState, context));
+	pointer_field("PyThreadState.context", m.async.tstate_context, sizeof(ts->context),
+		      sizeof(PyThreadState));
+#if PY_VERSION_HEX < 0x030b0000
+	PyFrameObject *f = NULL;
+
+	SET(async.frame_localsplus, offsetof(PyFrameObject, f_localsplus));
+	pointer_field("f_localsplus", m.async.frame_localsplus, sizeof(f->f_localsplus[0]),
+		      sizeof(PyFrameObject));
+	if (m.async.frame_localsplus + sizeof(f->f_localsplus) != sizeof(PyFrameObject))
+		die("f_localsplus", m.async.frame_localsplus, "does not end PyFrameObject");
+	SET(code_varnames, offsetof(PyCodeObject, co_varnames));
+	pointer_field("co_varnames", m.code_varnames, sizeof(co->co_varnames),
+		      sizeof(PyCodeObject));
+#else
+	_PyInterpreterFrame *f = NULL;
+
+	SET(async.frame_localsplus, offsetof(_PyInterpreterFrame, localsplus));
+	pointer_field("localsplus", m.async.frame_localsplus, sizeof(f->localsplus[0]),
+		      sizeof(_PyInterpreterFrame));
+	if (m.async.frame_localsplus + sizeof(f->localsplus) != sizeof(_PyInterpreterFrame))
+		die("localsplus", m.async.frame_localsplus, "does not end _PyInterpreterFrame");
+	SET(code_varnames, offsetof(PyCodeObject, co_localsplusnames));
+	pointer_field("co_localsplusnames", m.code_varnames, sizeof(co->co_localsplusnames),
+		      sizeof(PyCodeObject));
+#endif
+	(void)ts;
+	(void)co;
+	(void)f;
+}
+
 #define P(f)  printf("\t\t." #f " = %u,\n", (unsigned)m.f)
 #define PX(f) printf("\t\t." #f " = 0x%llx,\n", (unsigned long long)m.f)
 #define PA(f) printf("\t\t\t." #f " = %d,\n", (int)m.async.f)
@@ -411,6 +459,7 @@ static void print_objmodel(void)
 	P(func_closure);
 	P(func_qualname);
 	P(func_name);
+	P(code_varnames);
 	P(method_func);
 	P(method_self);
 	P(cfunc_ml);
@@ -437,6 +486,8 @@ static void print_objmodel(void)
 	PA(asend_gen);
 	PA(corowrapper_coro);
 	PA(wakeup_task);
+	PA(tstate_context);
+	PA(frame_localsplus);
 	printf("\t\t},\n");
 	printf("\t},\n");
 }
@@ -445,6 +496,7 @@ int main(void)
 {
 	fill_objects();
 	fill_async();
+	fill_contexts();
 	print_objmodel();
 	return 0;
 }

@@ -82,6 +82,8 @@ struct py_objmodel {
 
 	/* functions and methods */
 	uint16_t func_code, func_closure, func_qualname, func_name;
+	uint16_t code_varnames; /* PyCodeObject.co_varnames (3.8-3.10), co_localsplusnames
+				 * (3.11+): a tuple of str naming the frame's local slots */
 	uint16_t method_func, method_self; /* PyMethodObject im_func, im_self */
 	uint16_t cfunc_ml, cfunc_self;	   /* PyCFunctionObject m_ml, m_self */
 	uint16_t methoddef_name;	   /* PyMethodDef.ml_name */

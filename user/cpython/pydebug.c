@@ -384,6 +384,7 @@ static const char *const field_names[PD_NFIELDS] = {
 	[PD_CODE_LINETABLE] = "code_object.linetable",
 	[PD_CODE_FIRSTLINENO] = "code_object.firstlineno",
 	[PD_CODE_ADAPTIVE] = "code_object.co_code_adaptive",
+	[PD_CODE_LOCALSPLUSNAMES] = "code_object.localsplusnames",
 	[PD_OB_TYPE] = "pyobject.ob_type",
 	[PD_TYPE_NAME] = "type_object.tp_name",
 	[PD_TYPE_FLAGS] = "type_object.tp_flags",
@@ -685,6 +686,8 @@ int pydbg_layout(const struct pydbg *d, struct py_layout *l, struct py_async_lay
 	if ((a->frame_stack > 120 || a->frame_stackdepth > 120) && !bad)
 		bad = "interpreter_frame";
 	PUT(a->tuple_items, v[PD_TUPLE_ITEM]);
+	/* the runtime's own; tstate_context it does not describe (the object model's) */
+	PUT(a->frame_localsplus, v[PD_FRAME_LOCALSPLUS]);
 	if (bad) {
 		snprintf(why, whylen, "Python %s: _Py_DebugOffsets gives an implausible %s", ver,
 			 bad);
@@ -715,6 +718,8 @@ int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, ch
 		{ PD_LONG_TAG, offsetof(struct py_objmodel, long_size) },
 		{ PD_LONG_DIGIT, offsetof(struct py_objmodel, long_digits) },
 		{ PD_INTERP_IMPORTS_MODULES, offsetof(struct py_objmodel, interp_modules) },
+		{ PD_CODE_LOCALSPLUSNAMES, offsetof(struct py_objmodel, code_varnames) },
+		{ PD_FRAME_LOCALSPLUS, offsetof(struct py_objmodel, async.frame_localsplus) },
 	};
 	char ver[32];
 

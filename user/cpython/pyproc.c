@@ -363,6 +363,7 @@ static enum pyproc_status describe(struct inspect *in, struct py_target *t)
 	t->proc.async.frame_stack = gen.frame_stack;
 	t->proc.async.frame_stackdepth = gen.frame_stackdepth;
 	t->proc.async.tuple_items = gen.tuple_items;
+	t->proc.async.frame_localsplus = gen.frame_localsplus;
 	return PYPROC_OK;
 }
 

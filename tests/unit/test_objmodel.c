@@ -829,6 +829,105 @@ static void test_code_cache(struct target *tg)
 	      "%s: a reset walk still used the last walk's fingerprint", tg->python);
 }
 
+/* ---- what links a thread's work to its task: context, locals, their names ---- */
+
+/* A _PyStackRef (3.14+) or PyObject * without its tag bits. */
+static uint64_t untag(struct target *tg, uint64_t ref)
+{
+	return ref & ~((1ull << tg->l->ref_tag_bits) - 1);
+}
+
+/* Local slot i of a frame (PyFrameObject 3.8-3.10, _PyInterpreterFrame 3.11+). */
+static uint64_t local_slot(struct target *tg, uint64_t frame, unsigned int i)
+{
+	return untag(tg, rd(tg, frame + tg->om->async.frame_localsplus + 8 * (uint64_t)i));
+}
+
+/* The thread's innermost frame, as the walker finds it. */
+static uint64_t current_frame(struct target *tg, uint64_t ts)
+{
+	const struct py_layout *l = tg->l;
+	uint64_t f = rd(tg, ts + l->tstate_frame);
+
+	return l->frame_kind == PY_FRAMES_CFRAME && f ? rd(tg, f + l->cframe_current) : f;
+}
+
+/* The tuple at code + code_varnames names its slots as co_varnames does. */
+static void check_varnames(struct target *tg, const struct fact *f)
+{
+	uint64_t names = rd(tg, f->v[0] + tg->om->code_varnames);
+	int j, n = f->n - 2;
+
+	CHECK(names && type_of(tg, names) == f->v[1] &&
+		      (int64_t)rd(tg, names + tg->om->var_size) >= n,
+	      "%s: code %#llx: co_varnames %#llx is no tuple of at least %d", tg->python,
+	      (unsigned long long)f->v[0], (unsigned long long)names, n);
+	for (j = 0; names && j < n; j++)
+		CHECK(pystr_is(tg, rd(tg, names + tg->om->tuple_items + 8 * (uint64_t)j),
+			       f->s[j + 2]),
+		      "%s: code %#llx: local %d is not named '%s'", tg->python,
+		      (unsigned long long)f->v[0], j, f->s[j + 2]);
+}
+
+static void test_contexts(struct target *tg)
+{
+	const struct py_async_layout *a = &tg->t.proc.async;
+	struct fact *c = fact(tg, "CONTEXT", 0), *r = fact(tg, "RUNNING", 0),
+		    *lo = fact(tg, "LOCALS", 0), *f;
+	uint64_t ts, ctx, frame, coro;
+	char buf[64];
+	int k;
+
+	if (!c || c->n < 4 || !r || r->n < 3 || !lo || lo->n < 3) {
+		CHECK(0, "%s: no CONTEXT, RUNNING or LOCALS fact", tg->python);
+		return;
+	}
+	CHECK(a->tstate_context && a->frame_localsplus && tg->om->code_varnames,
+	      "%s: context %u localsplus %u varnames %u", tg->python, a->tstate_context,
+	      a->frame_localsplus, tg->om->code_varnames);
+	vmwalk_target(tg->pid);
+	ts = pw_find_tstate(NULL, &tg->t.proc, c->v[0], 0);
+	CHECK(ts, "%s: no thread state for thread %#llx", tg->python, (unsigned long long)c->v[0]);
+	if (!ts)
+		return;
+
+	/* blocked inside ctx.run(): the thread state's context is ctx, a Context */
+	ctx = rd(tg, ts + a->tstate_context);
+	CHECK(ctx == c->v[1], "%s: tstate context %#llx, Python says %#llx", tg->python,
+	      (unsigned long long)ctx, (unsigned long long)c->v[1]);
+	CHECK(type_of(tg, ctx) == c->v[2], "%s: context's type %#llx, Context is %#llx", tg->python,
+	      (unsigned long long)type_of(tg, ctx), (unsigned long long)c->v[2]);
+	rdstr(tg, rd(tg, type_of(tg, ctx) + tg->om->type_name), buf, sizeof(buf));
+	CHECK(!strcmp(buf, c->s[3]), "%s: context's tp_name '%s', Python says '%s'", tg->python,
+	      buf, c->s[3]);
+
+	/* the running frame's slots: report_blocked(ctx, lazy) */
+	frame = current_frame(tg, ts);
+	CHECK(frame && untag(tg, rd(tg, frame + tg->l->frame_code)) == r->v[0],
+	      "%s: innermost frame %#llx runs %#llx, not report_blocked's code %#llx", tg->python,
+	      (unsigned long long)frame, (unsigned long long)rd(tg, frame + tg->l->frame_code),
+	      (unsigned long long)r->v[0]);
+	CHECK(local_slot(tg, frame, 0) == r->v[1] && local_slot(tg, frame, 1) == r->v[2],
+	      "%s: running frame's locals %#llx %#llx, Python says %#llx %#llx", tg->python,
+	      (unsigned long long)local_slot(tg, frame, 0),
+	      (unsigned long long)local_slot(tg, frame, 1), (unsigned long long)r->v[1],
+	      (unsigned long long)r->v[2]);
+
+	/* a suspended coroutine's slots: inner_a(fut), then its local b */
+	coro = lo->v[0];
+	frame = tg->l->frame_kind == PY_FRAMES_OBJECT ? rd(tg, coro + a->gen_frame)
+						      : coro + a->gen_frame;
+	CHECK(local_slot(tg, frame, 0) == lo->v[1] && local_slot(tg, frame, 1) == lo->v[2],
+	      "%s: suspended frame's locals %#llx %#llx, Python says %#llx %#llx", tg->python,
+	      (unsigned long long)local_slot(tg, frame, 0),
+	      (unsigned long long)local_slot(tg, frame, 1), (unsigned long long)lo->v[1],
+	      (unsigned long long)lo->v[2]);
+
+	FOR_FACTS(tg, "VARNAMES", f, k)
+	check_varnames(tg, f);
+	CHECK(k == 2, "%s: %d VARNAMES facts", tg->python, k);
+}
+
 /* 3.12+ name a task lazily: an int until get_name() makes it "Task-N". */
 static void test_lazy_name(struct target *tg)
 {
@@ -904,6 +1003,7 @@ static void run_target(struct target *tg)
 	test_frames(tg);
 	test_walk(tg);
 	test_code_cache(tg);
+	test_contexts(tg);
 	test_lazy_name(tg);
 	CHECK(!tg->readerr, "%s: a read of the target failed", tg->python);
 	fprintf(stderr, "ran %s (%s)\n", tg->python, tg->t.version_str);
@@ -934,6 +1034,11 @@ static void test_find(void)
 			      m->async.task_size == 168 && m->async.fut_size == 112 &&
 			      m->tuple_items == 32 && m->partial_fn,
 		      "3.%u: model %#x", minor, m->py_version);
+		/* no live 3.14+ here: the offsets measured on Debian's 3.14.10 and 3.15.2 */
+		CHECK(m->async.tstate_context == (minor == 14 ? 208 : 232) &&
+			      m->async.frame_localsplus == 80 && m->code_varnames == 96,
+		      "3.%u: context %u localsplus %u varnames %u", minor, m->async.tstate_context,
+		      m->async.frame_localsplus, m->code_varnames);
 	}
 	for (minor = 8; minor <= 13; minor++) {
 		const struct py_objmodel *m = py_objmodel_find(PYV(3, minor) | 0xf0);

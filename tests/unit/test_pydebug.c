@@ -134,7 +134,8 @@ static void test_313_as_generated(void)
 			      a.gen_frame_state == om->async.gen_frame_state &&
 			      a.frame_stack == om->async.frame_stack &&
 			      a.frame_stackdepth == om->async.frame_stackdepth &&
-			      a.gen_executing == 0,
+			      a.frame_localsplus == om->async.frame_localsplus &&
+			      a.frame_localsplus == 72 && !a.tstate_context && a.gen_executing == 0,
 		      "%s: generator layout differs from the object model's", f->name);
 		CHECK(!pydbg_check_objmodel(&d, om, why, sizeof(why)), "%s: %s", f->name, why);
 	}
@@ -163,7 +164,7 @@ static void test_314_315(void)
 	      l.frame_owner);
 	CHECK(a.yf_kind == PY_YF_STACKPTR && a.frame_stack == 64 && a.yf_slots == 1 &&
 		      a.gen_executing == 0 && a.gen_suspended == -1 && a.gen_frame == 72 &&
-		      a.gen_frame_state == 67 && a.tuple_items == 32,
+		      a.gen_frame_state == 67 && a.tuple_items == 32 && a.frame_localsplus == 80,
 	      "3.14: generator layout");
 	CHECK(d.has[PD_LLIST_NEXT] && d.has[PD_SET_TABLE] && !d.has[PD_TSTATE_BASE_FRAME],
 	      "3.14: llist, set, no base_frame");
@@ -179,7 +180,7 @@ static void test_314_315(void)
 	      "3.15: thread_id %u native %u", l.tstate_thread_id, l.tstate_native_id);
 	CHECK(a.yf_kind == PY_YF_STACKPTR && a.frame_stack == 64 && a.yf_slots == 2 &&
 		      a.gen_executing == 4 && a.gen_suspended == 2 && a.gen_frame == 72 &&
-		      a.gen_frame_state == 67,
+		      a.gen_frame_state == 67 && a.frame_localsplus == 80,
 	      "3.15: generator layout: executing %d yield-from %d slots %u", a.gen_executing,
 	      a.gen_suspended, a.yf_slots);
 	CHECK(d.has[PD_TSTATE_BASE_FRAME] && d.v[PD_TSTATE_BASE_FRAME] == 80 &&
@@ -209,6 +210,16 @@ static void test_objmodel_check(void)
 		CHECK(pydbg_check_objmodel(&d, &bad, why, sizeof(why)) &&
 			      strstr(why, "tuple_object.ob_item is 32"),
 		      "%s: a wrong tuple offset not caught: '%s'", f->name, why);
+		bad = *om;
+		bad.code_varnames = 72; /* 3.8-3.10's co_varnames */
+		CHECK(pydbg_check_objmodel(&d, &bad, why, sizeof(why)) &&
+			      strstr(why, "code_object.localsplusnames is 96"),
+		      "%s: a wrong co_localsplusnames offset not caught: '%s'", f->name, why);
+		bad = *om;
+		bad.async.frame_localsplus += 8;
+		CHECK(pydbg_check_objmodel(&d, &bad, why, sizeof(why)) &&
+			      strstr(why, "interpreter_frame.localsplus is"),
+		      "%s: a wrong localsplus offset not caught: '%s'", f->name, why);
 	}
 }
 

@@ -5,11 +5,13 @@ stdin while the test reads its memory.
 
 Output, one fact per line, "KEY value...", integers in decimal:
     ... facts ...
-    READY                 the test reads; then writes a line to stdin
+    READY                 the test reads (the loop blocked inside Context.run); then
+                          writes a line to stdin
     LAZYNAME <id(task)> <id(name)> <name>   after get_name() on an unnamed task
     READY                 the test reads again; closing stdin ends the process
 """
 import asyncio
+import contextvars
 import functools
 import gc
 import sys
@@ -243,7 +245,27 @@ async def reporter():
 
     out("ASEND", id(asend), id(ag))
     out("COROWRAPPER", id(chain["wrapper"]), id(chain["wrapper_coro"]))
+    # the suspended inner_a's first local slots: its argument, then its local b
+    out("LOCALS", id(inner.get_coro()), id(fut), id(chain["b"]))
+    out("VARNAMES", id(inner_a.__code__), id(tuple), *inner_a.__code__.co_varnames)
     keep.extend([ag, asend])
+    # the rest runs in a Context of its own: the thread state's context is that one
+    ctx = contextvars.copy_context()
+    ctx.run(report_blocked, ctx, lazy)
+
+
+request_id = contextvars.ContextVar("request_id")
+
+
+def report_blocked(ctx, lazy):
+    request_id.set("req-42")
+    ty = type(ctx)  # tp_name "Context" in 3.8, "_contextvars.Context" from 3.9 on
+    tp_name = ty.__name__ if ty.__module__ == "builtins" else ty.__module__ + "." + ty.__name__
+    out("CONTEXT", threading.get_ident(), id(ctx), id(ty), tp_name)
+    # the thread's innermost frame is this one: slot 0 is ctx
+    out("RUNNING", id(report_blocked.__code__), id(ctx), id(lazy))
+    out("VARNAMES", id(report_blocked.__code__), id(tuple),
+        *report_blocked.__code__.co_varnames)
     out("READY")
     sys.stdout.flush()
     if not sys.stdin.readline():  # the loop stays blocked here while the test reads

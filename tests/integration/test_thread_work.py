@@ -59,8 +59,9 @@ def ask(w):
 
 def record_work(binary, loads):
     """Records loads (thread_work.py) until each function of each has burnt WORK_CPU
-    seconds since sampling began (the functions' own measure); each load's answer at
-    the start and at the end go to its .before and .after."""
+    seconds since sampling began (the functions' own measure); each load's answers when
+    sampling began, when it was told to stop and after it stopped go to its .before,
+    .stop and .after."""
     argv = [binary, "-p", ",".join(str(w.pid) for w in loads), "-F", str(FREQ)] + ARGS
     timeout = RECORD_TIMEOUT * TIMEOUT_SCALE
     t0 = time.monotonic()
@@ -75,8 +76,9 @@ def record_work(binary, loads):
             assert rec.poll() is None, "asyncbpf-record exited (rc %s) while sampling" % (
                 rec.returncode)
             for w in loads:
+                w.stop = ask(w)
                 now[w.pid] = {fn: round(c - w.before["cpu"][fn], 3)
-                              for fn, c in ask(w)["cpu"].items()}
+                              for fn, c in w.stop["cpu"].items()}
             return all(c >= WORK_CPU for cpu in now.values() for c in cpu.values())
         wait_for(done, timeout, lambda: "%gs of CPU in each function, sampled; have %s" % (
             WORK_CPU, now), 0.2)
@@ -138,13 +140,13 @@ class Run:
 
     def truth(self, fn):
         """What the workload saw of fn, for a failure message."""
-        a = self.w.after
+        a, stop = self.w.after, self.w.stop
         others = {g: sorted(set(a["tids"][g]) & set(a["tids"][fn]))
                   for g in a["tids"] if g != fn}
         return ("%s burnt %.2fs of CPU while sampled in %d calls, in threads %s (%s); "
                 "threads it shared with the others: %s" % (
-                    fn, a["cpu"][fn] - self.w.before["cpu"][fn],
-                    a["calls"][fn] - self.w.before["calls"][fn], a["tids"][fn],
+                    fn, stop["cpu"][fn] - self.w.before["cpu"][fn],
+                    stop["calls"][fn] - self.w.before["calls"][fn], a["tids"][fn],
                     sorted({a["names"][str(t)] for t in a["tids"][fn]}),
                     {g: t for g, t in others.items() if t}))
 

@@ -660,6 +660,20 @@ class TaskFrame(str):
     name = property(lambda s: TASK_RE.match(s).group(1))
 
 
+# In place of the thread frame: a worker thread's sample drawn under the task that awaits
+# the work it runs (anyio.to_thread.run_sync); the thread follows, as a THREAD_MARK_RE
+# frame, after that task's frames.
+THREAD_WORK = "[thread work]"
+THREAD_MARK_RE = re.compile(r"^<thread (.*)>$")
+
+
+class ThreadMarker(str):
+    """The `<thread NAME>` frame of a [thread work] sample: the worker thread, by its
+    Python name; its own frames follow."""
+
+    name = property(lambda s: THREAD_MARK_RE.match(s).group(1))
+
+
 class NativeFrame(str):
     """A native frame (--native): "symbol" or "library+0xOFFSET"."""
 
@@ -703,9 +717,14 @@ class Sample:
         # a process in a container: its label and its pid in there
         self.container = m.group(3)
         self.ns_pid = int(m.group(4)) if m.group(4) else None
-        m = THREAD_RE.match(parts[1])
-        assert m, "bad thread frame %r in line: %.300r" % (parts[1], raw)
-        self.tname, self.tid = m.group(1), int(m.group(2))
+        # a [thread work] sample names its thread in its <thread NAME> frame, not its tid
+        self.thread_work = parts[1] == THREAD_WORK
+        if self.thread_work:
+            self.tname, self.tid = None, None
+        else:
+            m = THREAD_RE.match(parts[1])
+            assert m, "bad thread frame %r in line: %.300r" % (parts[1], raw)
+            self.tname, self.tid = m.group(1), int(m.group(2))
         rest = parts[2:]
         self.truncated = bool(rest) and rest[0] == TRUNCATED
         if self.truncated:
@@ -724,6 +743,8 @@ class Sample:
                 self.frames.append(Frame((m.group(1), m.group(2), int(m.group(3)))))
             elif TASK_RE.match(p):
                 self.frames.append(TaskFrame(p))
+            elif THREAD_MARK_RE.match(p):
+                self.frames.append(ThreadMarker(p))
             elif p and (not p.startswith("[") or VDSO_RE.match(p)):
                 self.frames.append(NativeFrame(p))
             else:
@@ -734,6 +755,11 @@ class Sample:
                              CREATED_BY) or MORE_FRAMES_RE.match(p), (
                     "bad frame %r in line: %.300r" % (p, raw))
                 self.frames.append(p)
+        marks = [f for f in self.frames if isinstance(f, ThreadMarker)]
+        assert len(marks) == (1 if self.thread_work else 0), (
+            "%s needs one <thread NAME> frame, else none: %.300r" % (THREAD_WORK, raw))
+        if marks:
+            self.tname = marks[0].name
 
     @property
     def leaf(self):
@@ -745,6 +771,12 @@ class Sample:
     def tasks(self):
         """Names of the `<task NAME>` frames, root first."""
         return [f.name for f in self.frames if isinstance(f, TaskFrame)]
+
+    def thread_mark(self):
+        """The index in frames of the `<thread NAME>` frame of a [thread work] sample, or
+        None."""
+        return next((k for k, f in enumerate(self.frames) if isinstance(f, ThreadMarker)),
+                    None)
 
     def short(self, width=700):
         if len(self.raw) <= width:

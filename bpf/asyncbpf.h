@@ -13,6 +13,17 @@
 #define MAX_PROCS	8192
 #define TASK_COMM_LEN	16
 
+/* A pool worker whose frame names the work item it runs (anyio's WorkerThread.run): its
+ * code object (0: none known) and the local slots of the item's asyncio future, which the
+ * submitting task awaits, and of the contextvars.Context the item runs in. Found by
+ * userspace in the process's modules (user/asyncio/threadwork.c). */
+struct py_work {
+	__u64 code;
+	__u16 future;
+	__u16 context;
+	__u32 pad;
+};
+
 /* Per-process record pushed by userspace, keyed by host tgid. */
 struct py_proc {
 	__u64 runtime;	 /* address of _PyRuntime in the process */
@@ -22,6 +33,7 @@ struct py_proc {
 	__u64 str_type, long_type; /* to copy task names, 0 when unknown */
 	struct py_layout layout;
 	struct py_async_layout async; /* zero (yf_kind 0) until known */
+	struct py_work work;
 };
 
 /* One Python frame. fp guards the symbol cache against code-object address reuse. */
@@ -37,6 +49,10 @@ enum sample_flags {
 	SAMPLE_READ_ERR = 1 << 2,  /* walk ended on a failed or inconsistent read */
 	SAMPLE_SUSPENDED = 1 << 3, /* a suspended task's stacked stack, no thread frames */
 	SAMPLE_NATIVE = 1 << 4,	   /* a struct native_hdr and its stack copy follow the frames */
+	/* a pool worker running an item a task awaits: tasks[0] is that task, suspended, and
+	 * running_idx the worker's frame (it and the frames outside it are the pool's) */
+	SAMPLE_WORK = 1 << 5,
+	SAMPLE_WORK_STALE = 1 << 6, /* a worker frame whose item no task awaits now */
 };
 
 /* --native: the interrupted user registers and a copy of the user stack from rsp up,

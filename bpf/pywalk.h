@@ -132,6 +132,13 @@ struct pw_scratch {
 	__u64 shim[NATIVE_MAX_SHIMS];
 	__u32 shim_at[NATIVE_MAX_SHIMS];
 	__u32 nshims;
+	/* the pool worker's frame of the last thread walk (py_work.code), 0 if none, and the
+	 * index of its frame record */
+	__u64 work_frame;
+	__u32 work_idx;
+	__u32 pad;
+	__u64 work_read[4]; /* pw_work_link's reads, off the stack (5.10 allows 512 bytes for
+			     * the program and its calls together) */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -402,6 +409,10 @@ static long pw_walk_step(__u32 i, void *ctx)
 	PW_MASK(n, MAX_FRAMES - 1);
 	w->out[n].code = code | (l->frame_entry && f[PW_OFF(l->frame_entry)] ? FRAME_ENTRY : 0);
 	w->out[n].instr = pw_instr(l, f, code);
+	if (code == w->p->work.code && code) {
+		s->work_frame = cur;
+		s->work_idx = n;
+	}
 	/* last: the read of a code object may replace the page f points into */
 	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s, 0);
 	w->n = n + 1;
@@ -419,6 +430,7 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 
 	s->ngens = 0;
 	s->nshims = 0;
+	s->work_frame = 0;
 	PW_FORGET64(w.frame, s->forget64);
 	PW_FORGET64(w.base, s->forget64);
 	PW_FORGET64(w.pend_gen, s->forget64);
@@ -798,9 +810,11 @@ struct pw_tasks {
 	struct py_sample *smp;
 	struct pw_scratch *s;
 	__u32 pid, n, used; /* tasks recorded, frames used */
-	__u32 own;	    /* walk the first task's coroutine too: it is suspended */
+	/* walk the first task's coroutine too: it is suspended. 16 bits, with cur_flags:
+	 * every byte of this struct is on the program's stack (see pw_first_task) */
+	__u16 own;
+	__u16 cur_flags;
 	__u64 cur, cur_coro, cur_serial;
-	__u32 cur_flags;
 };
 
 static long pw_in_chain_step(__u32 i, void *ctx)
@@ -922,8 +936,77 @@ static long pw_task_step(__u32 i, void *ctx)
 	return 0;
 }
 
+/* A pool worker's sample (its frame of py_work.code seen by the thread walk): moves the
+ * walk to the task that awaits the item the worker runs now, 0 when there is one. The
+ * link is proven at the sample, from the worker's frame: the thread is inside the item's
+ * Context now (ts->context is it: a Context is entered by one thread at a time, and the
+ * worker enters this one for this item only; an idle anyio worker keeps its last item's
+ * locals but has left their Context), and the task that the item's future wakes has that
+ * future as its fut_waiter now (it awaits this item, not an older one at the same
+ * address). A worker in the item's Context whose future no task awaits (cancelled,
+ * abandoned) is marked SAMPLE_WORK_STALE. A function of its own, for the stack (see
+ * pw_task_name). */
+static PW_NOINLINE int pw_work_link(struct pw_tasks *w)
+{
+	const struct py_proc *p = w->p;
+	struct pw_reader *r = w->r;
+	struct pw_scratch *s = w->s;
+	__u64 *v = s->work_read, locals = s->work_frame + p->async.frame_localsplus, fut, task;
+
+	if (!s->work_frame || !p->async.tstate_context || !p->async.frame_localsplus ||
+	    !p->async.wakeup_task || !w->smp->hdr.tstate)
+		return 1;
+	/* v[0]: the thread's Context, v[1]: the item's */
+	if (pw_read(r, &v[0], 8, w->smp->hdr.tstate + p->async.tstate_context) ||
+	    pw_read(r, &v[1], 8, locals + 8 * (__u64)p->work.context) || !v[0] ||
+	    pw_untag(&p->layout, v[1]) != v[0])
+		return 1;
+	if (pw_read(r, &v[2], 8, locals + 8 * (__u64)p->work.future))
+		return 1;
+	fut = pw_untag(&p->layout, v[2]);
+	/* the first done-callback of a future a task awaits directly is the task's wakeup:
+	 * v[3] the callback, then v[2] the task, v[1] what it awaits, v[0] its coroutine */
+	if (!fut || pw_read(r, &v[3], 8, fut + p->async.fut_callback0) || !v[3] ||
+	    pw_read(r, &v[2], 8, v[3] + p->async.wakeup_task) || !v[2])
+		goto stale;
+	task = v[2];
+	if (pw_read(r, &v[1], 8, task + p->async.task_fut_waiter) || v[1] != fut ||
+	    pw_task_serial(w->pid, task, &v[3]) ||
+	    pw_read(r, &v[0], 8, task + p->async.task_coro) || !v[0])
+		goto stale;
+	w->cur = task;
+	w->cur_coro = v[0];
+	w->cur_serial = v[3];
+	w->own = 1;
+	w->smp->hdr.running_idx = s->work_idx;
+	w->smp->hdr.flags |= SAMPLE_WORK;
+	return 0;
+stale:
+	w->smp->hdr.flags |= SAMPLE_WORK_STALE;
+	return 1;
+}
+
+/* Starts the walk at the task running on the thread, or at the one a pool worker's item
+ * is for; 1 when there is none. A function of its own, so that its stack is not the
+ * program's: 5.10 and 6.1 allow 512 bytes for the program and the loops' frames
+ * together. */
+static PW_NOINLINE int pw_first_task(struct pw_tasks *w)
+{
+	struct pw_running f = { .r = w->r, .p = w->p, .s = w->s, .pid = w->pid };
+
+	pw_find_running(&f);
+	if (!f.task)
+		return pw_work_link(w);
+	w->cur = f.task;
+	w->cur_coro = f.coro;
+	w->cur_serial = f.serial;
+	w->smp->hdr.running_idx = f.idx;
+	return 0;
+}
+
 /* After pw_walk_thread: if the thread runs an asyncio task, which, and the chain of tasks
- * awaiting it, with their suspended frames after the thread's. 1 when in a task. */
+ * awaiting it, with their suspended frames after the thread's; or, for a pool worker,
+ * the task that awaits its item (pw_work_link). 1 when in a task. */
 static PW_INLINE int pw_walk_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 				   struct py_sample *smp, struct pw_scratch *s)
 {
@@ -932,21 +1015,8 @@ static PW_INLINE int pw_walk_tasks(struct pw_reader *r, const struct py_proc *p,
 	smp->hdr.ntasks = 0;
 	smp->hdr.ncoro = 0;
 	smp->hdr.running_idx = RUNNING_NONE;
-	if (!p->async.yf_kind || !s->ngens)
+	if (!p->async.yf_kind || (!s->ngens && !s->work_frame) || pw_first_task(&w))
 		return 0;
-	/* in a block of its own, so that its stack is reused by the task loop's: 6.1 allows
-	 * 512 bytes for the program and the loops' frames together */
-	{
-		struct pw_running f = { .r = r, .p = p, .s = s, .pid = pid };
-
-		pw_find_running(&f);
-		if (!f.task)
-			return 0;
-		w.cur = f.task;
-		w.cur_coro = f.coro;
-		w.cur_serial = f.serial;
-		smp->hdr.running_idx = f.idx;
-	}
 	w.used = smp->hdr.nframes;
 	PW_LOOP(MAX_TASKS, pw_task_step, &w);
 	smp->hdr.ntasks = w.n;

@@ -13,7 +13,7 @@
 #include "asyncio/taskmaps.h"
 
 #define MC_MAGIC   0x316d7063796e7361ULL /* "asyncpm1" */
-#define MC_VERSION 3
+#define MC_VERSION 4
 #define MC_PATH	   "/dev/shm/asyncbpf-memcpy.%d"
 /* the profiling signal: SIGRTMIN + 7 (glibc's SIGRTMIN is 34, it keeps 32 and 33) */
 #define MC_SIGNAL_OFFSET 7

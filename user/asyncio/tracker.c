@@ -7,6 +7,7 @@
 #include "asyncio/atasks.h"
 #include "process/memread.h"
 #include "asyncio/tasknames.h"
+#include "asyncio/threadwork.h"
 #include "asyncio/tracker.h"
 
 struct known {
@@ -21,6 +22,7 @@ struct proc_tasks {
 	size_t n;
 	int64_t modules; /* len(sys.modules) when asyncio was last found missing, or -1 */
 	struct atasks_cache cache;
+	struct py_work work; /* the pool worker found in its modules, code 0 until then */
 };
 
 struct tracker {
@@ -68,6 +70,11 @@ static int bpf_del_link(void *ctx, pid_t pid, uint64_t addr)
 	return sampler_del_link(ctx, pid, addr);
 }
 
+static int bpf_set_work(void *ctx, pid_t pid, const struct py_work *w)
+{
+	return sampler_set_work(ctx, pid, w);
+}
+
 static const struct taskmaps_ops bpf_ops = {
 	.set_coro_task = bpf_set_coro_task,
 	.get_coro_task = bpf_get_coro_task,
@@ -79,6 +86,7 @@ static const struct taskmaps_ops bpf_ops = {
 	.get_link = bpf_get_link,
 	.del_link = bpf_del_link,
 	.set_name = bpf_set_name,
+	.set_work = bpf_set_work,
 };
 
 struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx)
@@ -218,6 +226,13 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	pt->modules = -1;
 	if (!a.asyncio && !objread_init(&r, t) && obj_modules_count(&r, &pt->modules))
 		pt->modules = -1;
+	/* anyio is imported at its first use, any time */
+	if (a.asyncio && !pt->work.code && tr->ops->set_work) {
+		struct py_work w;
+
+		if (!threadwork_find(t, &w) && !tr->ops->set_work(tr->ctx, t->pid, &w))
+			pt->work = w;
+	}
 	now = calloc(a.n ? a.n : 1, sizeof(*now));
 	if (!now) {
 		atasks_free(&a);

@@ -28,6 +28,8 @@ struct taskmaps_ops {
 	int (*del_link)(void *ctx, pid_t pid, uint64_t child);
 	/* where names too long for a link are kept (NAME_CACHED); NULL: none */
 	int (*set_name)(void *ctx, pid_t pid, uint64_t task, const struct name_ent *e);
+	/* the pool worker whose items link to their tasks (threadwork.h); NULL: none */
+	int (*set_work)(void *ctx, pid_t pid, const struct py_work *w);
 };
 
 struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx);

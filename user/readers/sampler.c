@@ -469,6 +469,18 @@ int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), p, sizeof(*p), BPF_ANY);
 }
 
+int sampler_set_work(struct sampler *s, pid_t pid, const struct py_work *w)
+{
+	struct py_proc p;
+	__u32 key = pid;
+	int ret = bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0);
+
+	if (ret)
+		return ret;
+	p.work = *w;
+	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
+}
+
 int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
 {
 	struct probe *p = realloc(s->probes, (s->nprobes + 1) * sizeof(*p));

@@ -61,6 +61,8 @@ const char *sampler_variant(const struct sampler *s);
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p);
 int sampler_del_proc(struct sampler *s, pid_t pid);
+/* The pool worker whose items link to their tasks in pid's samples (struct py_work). */
+int sampler_set_work(struct sampler *s, pid_t pid, const struct py_work *w);
 
 /* The asyncio maps: which task runs a coroutine, and which task a task is linked to. */
 int sampler_set_coro_task(struct sampler *s, pid_t pid, uint64_t coro, const struct task_id *id);

@@ -329,9 +329,21 @@ static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py
 	return nt;
 }
 
+/* Python's name of the sample's thread; where there is none, MainThread for the main
+ * thread (Python's name for it, threading imported or not), the OS name for others. */
+static const char *thread_name(struct record *r, struct target *tg, const struct sample_hdr *h,
+			       const char *comm)
+{
+	const char *name = pythreads_name(r->threads, &tg->t, h->tid, h->tstate);
+
+	return name ? name : h->tid == h->pid ? "MainThread" : comm;
+}
+
 /* Root first: the thread's frames down to the running task's coroutine (the event loop's
  * part), each awaiting task from the outermost with its suspended coroutine frames, then
- * the running task and its frames down to the leaf. */
+ * the running task and its frames down to the leaf. A pool worker's sample (SAMPLE_WORK):
+ * the tasks down to the one awaiting the item, suspended, then the worker thread and its
+ * frames inside the pool's. */
 static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s,
 		     const struct native_hdr *nh, const struct native_stack *ns, uint32_t *ids,
 		     uint32_t n)
@@ -342,11 +354,16 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 	struct task_site copies[MAX_TASKS];
 	char names[MAX_TASKS][TASK_NAME_TEXT];
 	/* a suspended task shows its own coroutine frames like its awaiters' */
-	uint32_t last = h->flags & SAMPLE_SUSPENDED ? 0 : 1;
+	uint32_t last = h->flags & (SAMPLE_SUSPENDED | SAMPLE_WORK) ? 0 : 1;
 
-	if (h->ntasks && last == 0)
+	if (h->ntasks && h->flags & SAMPLE_SUSPENDED)
 		goto tasks;
 	nth = thread_frames(r, tg, s, nh, ns, th, at);
+	if (h->ntasks && h->flags & SAMPLE_WORK && h->running_idx < h->nframes) {
+		/* the worker's frames inside its pool frame, after the task awaiting them */
+		split = at[h->running_idx];
+		goto tasks;
+	}
 	if (!h->ntasks || h->running_idx >= h->nframes) {
 		for (uint32_t i = nth; i-- > 0;)
 			ids[n++] = th[i];
@@ -395,6 +412,18 @@ tasks:
 	}
 	if (top == h->ntasks && !(s->tasks[top - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
 		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[top - 1]);
+	if (!last && h->flags & SAMPLE_WORK) {
+		char marker[TASK_NAME_TEXT + 16];
+		char comm[TASK_COMM_LEN + 1];
+
+		memcpy(comm, h->comm, TASK_COMM_LEN);
+		comm[TASK_COMM_LEN] = 0;
+		snprintf(marker, sizeof(marker), "<thread %s>", thread_name(r, tg, h, comm));
+		ids[n++] = special(r, marker);
+		for (uint32_t i = split; i-- > 0;)
+			ids[n++] = th[i];
+		return n;
+	}
 	if (!last)
 		return n;
 	{
@@ -408,16 +437,6 @@ tasks:
 	for (uint32_t i = split; i-- > 0;)
 		ids[n++] = th[i];
 	return n;
-}
-
-/* Python's name of the sample's thread; where there is none, MainThread for the main
- * thread (Python's name for it, threading imported or not), the OS name for others. */
-static const char *thread_name(struct record *r, struct target *tg, const struct sample_hdr *h,
-			       const char *comm)
-{
-	const char *name = pythreads_name(r->threads, &tg->t, h->tid, h->tstate);
-
-	return name ? name : h->tid == h->pid ? "MainThread" : comm;
 }
 
 /* A sample of tg that cannot be counted. */
@@ -442,6 +461,10 @@ static void add_sample(struct record *r, struct target *tg, const struct py_samp
 		return;
 	}
 	tg->samples++;
+	if (h->flags & SAMPLE_WORK && h->ntasks)
+		r->work_linked++;
+	if (h->flags & SAMPLE_WORK_STALE)
+		r->work_stale++;
 	memcpy(comm, h->comm, TASK_COMM_LEN);
 	comm[TASK_COMM_LEN] = 0;
 	if (tg->root_frame != UINT32_MAX)
@@ -449,6 +472,8 @@ static void add_sample(struct record *r, struct target *tg, const struct py_samp
 	ids[n++] = tg->proc_frame;
 	if (h->flags & SAMPLE_SUSPENDED)
 		ids[n++] = special(r, "[suspended tasks]");
+	else if (h->flags & SAMPLE_WORK && h->ntasks)
+		ids[n++] = special(r, "[thread work]");
 	else
 		ids[n++] = profile_frame(r->prof, FRAME_THREAD, thread_name(r, tg, h, comm), NULL,
 					 h->tid);

@@ -48,6 +48,8 @@ struct record {
 	uint64_t root_tasks;	 /* distinct tasks seen at the root of a chain (unlinked) */
 	uint64_t sites_unknown;	 /* creators drawn without the frames that created the task */
 	uint64_t creation_cuts;	 /* chains stopped at a task made by its own kind (a request's) */
+	uint64_t work_linked;	 /* pool workers' samples drawn under the task awaiting the item */
+	uint64_t work_stale;	 /* pool workers' samples running an item no task awaits now */
 	size_t stack_limit;	 /* bytes of stacks per process, 0: none */
 	uint64_t over_limit; /* samples shown as [stack limit]: their process's table was full */
 	/* --native: the unwinder (NULL: native parts are ignored), the interpreter's C

@@ -140,6 +140,14 @@ static void print_tasks(const struct recorder *a, FILE *f)
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
+	fprintf(f,
+		"thread work linked: %llu (pool workers' samples drawn under the task awaiting "
+		"their item)\n",
+		(unsigned long long)a->rec.work_linked);
+	fprintf(f,
+		"thread work unlinked: %llu (pool workers' samples whose item no task awaits "
+		"now)\n",
+		(unsigned long long)a->rec.work_stale);
 	tasksites_misses(a->rec.sites, &absent, &replaced);
 	fprintf(f,
 		"creators without their creation site: %llu (not drawn; sites looked up and "

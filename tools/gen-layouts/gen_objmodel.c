@@ -27,6 +27,7 @@
 #if PY_VERSION_HEX >= 0x030b0000
 #include "pycore_frame.h"
 #include "pycore_dict.h"
+#include "pycore_code.h"
 #endif
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000
 #define NEED_OPCODE_TABLES
@@ -365,6 +366,35 @@ static void fill_contexts(void)
 	(void)f;
 }
 
+/* What finds a free variable's cell in a function's closure by name, and a nested
+ * function's code among its outer function's constants. The closure tuple is in the order
+ * of co_freevars (3.8-3.10) or of the CO_FAST_FREE entries of co_localsplusnames (3.11+),
+ * whose kinds are one byte each in co_localspluskinds. */
+static void fill_closures(void)
+{
+	PyCodeObject *co = NULL;
+
+	SET(code_consts, offsetof(PyCodeObject, co_consts));
+	pointer_field("co_consts", m.code_consts, sizeof(co->co_consts), sizeof(PyCodeObject));
+#if PY_VERSION_HEX < 0x030b0000
+	SET(code_freevars, offsetof(PyCodeObject, co_freevars));
+	pointer_field("co_freevars", m.code_freevars, sizeof(co->co_freevars),
+		      sizeof(PyCodeObject));
+#else
+	SET(code_localspluskinds, offsetof(PyCodeObject, co_localspluskinds));
+	pointer_field("co_localspluskinds", m.code_localspluskinds, sizeof(co->co_localspluskinds),
+		      sizeof(PyCodeObject));
+	/* _PyLocals_Kind is one byte: the bit must be one of its own, apart from the others */
+	SET(fast_free, CO_FAST_FREE);
+	if (!m.fast_free || (m.fast_free & (m.fast_free - 1)) ||
+	    (m.fast_free & (CO_FAST_LOCAL | CO_FAST_CELL)))
+		die("CO_FAST_FREE", m.fast_free, "is not a kind bit of its own");
+	if (sizeof(_PyLocals_Kind) != 1)
+		die("_PyLocals_Kind", (long)sizeof(_PyLocals_Kind), "is not one byte");
+#endif
+	(void)co;
+}
+
 #define P(f)  printf("\t\t." #f " = %u,\n", (unsigned)m.f)
 #define PX(f) printf("\t\t." #f " = 0x%llx,\n", (unsigned long long)m.f)
 #define PA(f) printf("\t\t\t." #f " = %d,\n", (int)m.async.f)
@@ -460,6 +490,10 @@ static void print_objmodel(void)
 	P(func_qualname);
 	P(func_name);
 	P(code_varnames);
+	P(code_consts);
+	P(code_freevars);
+	P(code_localspluskinds);
+	PX(fast_free);
 	P(method_func);
 	P(method_self);
 	P(cfunc_ml);
@@ -497,6 +531,7 @@ int main(void)
 	fill_objects();
 	fill_async();
 	fill_contexts();
+	fill_closures();
 	print_objmodel();
 	return 0;
 }

@@ -84,6 +84,13 @@ struct py_objmodel {
 	uint16_t func_code, func_closure, func_qualname, func_name;
 	uint16_t code_varnames; /* PyCodeObject.co_varnames (3.8-3.10), co_localsplusnames
 				 * (3.11+): a tuple of str naming the frame's local slots */
+	uint16_t code_consts;	/* PyCodeObject.co_consts: a tuple (nested functions' code) */
+	uint16_t code_freevars; /* 3.8-3.10: co_freevars, a tuple of str in closure order;
+				 * 0 from 3.11 (code_localspluskinds says which names are free) */
+	uint16_t code_localspluskinds; /* 3.11+: co_localspluskinds, a bytes object of one kind
+					* byte per co_localsplusnames entry; 0 before */
+	uint8_t fast_free; /* 3.11+: CO_FAST_FREE, the kind bit of a free variable (its entries
+			    * in co_localsplusnames, in order, are the closure's); 0 before */
 	uint16_t method_func, method_self; /* PyMethodObject im_func, im_self */
 	uint16_t cfunc_ml, cfunc_self;	   /* PyCFunctionObject m_ml, m_self */
 	uint16_t methoddef_name;	   /* PyMethodDef.ml_name */

@@ -216,6 +216,12 @@ static void test_objmodel_check(void)
 			      strstr(why, "code_object.localsplusnames is 96"),
 		      "%s: a wrong co_localsplusnames offset not caught: '%s'", f->name, why);
 		bad = *om;
+		bad.code_localspluskinds = 0; /* what the model of 3.8-3.10 has */
+		CHECK(d.has[PD_CODE_LOCALSPLUSKINDS] &&
+			      pydbg_check_objmodel(&d, &bad, why, sizeof(why)) &&
+			      strstr(why, "code_object.localspluskinds is 104"),
+		      "%s: a wrong co_localspluskinds offset not caught: '%s'", f->name, why);
+		bad = *om;
 		bad.async.frame_localsplus += 8;
 		CHECK(pydbg_check_objmodel(&d, &bad, why, sizeof(why)) &&
 			      strstr(why, "interpreter_frame.localsplus is"),

@@ -385,6 +385,7 @@ static const char *const field_names[PD_NFIELDS] = {
 	[PD_CODE_FIRSTLINENO] = "code_object.firstlineno",
 	[PD_CODE_ADAPTIVE] = "code_object.co_code_adaptive",
 	[PD_CODE_LOCALSPLUSNAMES] = "code_object.localsplusnames",
+	[PD_CODE_LOCALSPLUSKINDS] = "code_object.localspluskinds",
 	[PD_OB_TYPE] = "pyobject.ob_type",
 	[PD_TYPE_NAME] = "type_object.tp_name",
 	[PD_TYPE_FLAGS] = "type_object.tp_flags",
@@ -719,6 +720,7 @@ int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, ch
 		{ PD_LONG_DIGIT, offsetof(struct py_objmodel, long_digits) },
 		{ PD_INTERP_IMPORTS_MODULES, offsetof(struct py_objmodel, interp_modules) },
 		{ PD_CODE_LOCALSPLUSNAMES, offsetof(struct py_objmodel, code_varnames) },
+		{ PD_CODE_LOCALSPLUSKINDS, offsetof(struct py_objmodel, code_localspluskinds) },
 		{ PD_FRAME_LOCALSPLUS, offsetof(struct py_objmodel, async.frame_localsplus) },
 	};
 	char ver[32];

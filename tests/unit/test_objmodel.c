@@ -928,6 +928,148 @@ static void test_contexts(struct target *tg)
 	CHECK(k == 2, "%s: %d VARNAMES facts", tg->python, k);
 }
 
+/* ---- closures: a free variable's cell by name, a nested function's code ---- */
+
+#define MAX_FREE 16
+
+/* Item i of a tuple. */
+static uint64_t tuple_item(struct target *tg, uint64_t tuple, int64_t i)
+{
+	return rd(tg, tuple + tg->om->tuple_items + 8 * (uint64_t)i);
+}
+
+/* The names of a code object's free variables in closure order: co_freevars (3.8-3.10),
+ * the entries of co_localsplusnames whose kind has CO_FAST_FREE (3.11+). Their count, or
+ * -1 when the tuples do not read as such. */
+static int free_names(struct target *tg, uint64_t code, uint64_t *names, int max)
+{
+	const struct py_objmodel *om = tg->om;
+	uint64_t tuple, kinds;
+	int64_t i, n;
+	int k = 0;
+
+	if (!om->code_localspluskinds) {
+		tuple = rd(tg, code + om->code_freevars);
+		n = (int64_t)rd(tg, tuple + om->var_size);
+		if (!tuple || n < 0 || n > max)
+			return -1;
+		for (i = 0; i < n; i++)
+			names[i] = tuple_item(tg, tuple, i);
+		return (int)n;
+	}
+	tuple = rd(tg, code + om->code_varnames);
+	kinds = rd(tg, code + om->code_localspluskinds);
+	n = (int64_t)rd(tg, tuple + om->var_size);
+	/* one kind byte per name */
+	if (!tuple || !kinds || n < 0 || n > 256 || (int64_t)rd(tg, kinds + tg->l->bytes_size) != n)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (!(rd8(tg, kinds + tg->l->bytes_sval + (uint64_t)i) & om->fast_free))
+			continue;
+		if (k == max)
+			return -1;
+		names[k++] = tuple_item(tg, tuple, i);
+	}
+	return k;
+}
+
+/* Index in the closure tuple of the free variable name, -1 if it is none. */
+static int free_index(struct target *tg, uint64_t code, const char *name)
+{
+	uint64_t names[MAX_FREE];
+	int i, n = free_names(tg, code, names, MAX_FREE);
+
+	for (i = 0; i < n; i++)
+		if (pystr_is(tg, names[i], name))
+			return i;
+	return -1;
+}
+
+static void test_closures(struct target *tg)
+{
+	const struct py_objmodel *om = tg->om;
+	struct fact *f = fact(tg, "CLOSURE", 0);
+	uint64_t outer, code_type, tuple_type, fn, code, consts, found = 0, names[MAX_FREE];
+	uint64_t closure, cell;
+	/* not closure order: each looked up by name */
+	static const char *const lookups[] = { "zeta", "alpha", "mid", "arg" };
+	char want[64];
+	int64_t i, n;
+	int nfree, j, k, idx;
+
+	CHECK(om->code_consts, "%s: no code_consts", tg->python);
+	if (tg->minor < PYV(3, 11))
+		CHECK(om->code_freevars && !om->code_localspluskinds && !om->fast_free,
+		      "%s: freevars %u kinds %u fast_free %#x", tg->python, om->code_freevars,
+		      om->code_localspluskinds, om->fast_free);
+	else
+		CHECK(!om->code_freevars && om->code_localspluskinds && om->fast_free == 0x80,
+		      "%s: freevars %u kinds %u fast_free %#x", tg->python, om->code_freevars,
+		      om->code_localspluskinds, om->fast_free);
+	if (!f || f->n < 7 || f->i[6] < 1 || f->i[6] > MAX_FREE || f->n != 7 + 2 * f->i[6]) {
+		CHECK(0, "%s: no CLOSURE fact, or a malformed one", tg->python);
+		return;
+	}
+	outer = f->v[0];
+	code_type = f->v[1];
+	tuple_type = f->v[2];
+	fn = f->v[3];
+	code = f->v[4];
+	nfree = (int)f->i[6];
+
+	/* (a) the inner function's code is among the outer's constants, found by its name */
+	consts = rd(tg, outer + om->code_consts);
+	n = (int64_t)rd(tg, consts + om->var_size);
+	CHECK(consts && type_of(tg, consts) == tuple_type && n > 0 && n < 256,
+	      "%s: co_consts %#llx is no tuple (%lld items)", tg->python,
+	      (unsigned long long)consts, (long long)n);
+	for (i = 0; consts && n > 0 && n < 256 && i < n; i++) {
+		uint64_t c = tuple_item(tg, consts, i);
+
+		if (type_of(tg, c) == code_type &&
+		    pystr_is(tg, rd(tg, c + tg->l->code_name), f->s[5]))
+			found = found ? 1 : c; /* two of that name: found no longer matches */
+	}
+	CHECK(found == code, "%s: code '%s' in co_consts is %#llx, Python says %#llx", tg->python,
+	      f->s[5], (unsigned long long)found, (unsigned long long)code);
+
+	/* (b) the free variables' names, in closure order, are Python's co_freevars */
+	k = free_names(tg, code, names, MAX_FREE);
+	CHECK(k == nfree, "%s: %d free variables read, Python says %d", tg->python, k, nfree);
+	for (j = 0; j < k && j < nfree; j++)
+		CHECK(pystr_is(tg, names[j], f->s[7 + 2 * j]),
+		      "%s: free variable %d is not named '%s'", tg->python, j, f->s[7 + 2 * j]);
+
+	/* (c) by name, the index into the live function's closure gives that variable's cell */
+	closure = rd(tg, fn + om->func_closure);
+	CHECK(closure && type_of(tg, closure) == tuple_type &&
+		      (int64_t)rd(tg, closure + om->var_size) == nfree,
+	      "%s: func_closure %#llx is no tuple of %d", tg->python, (unsigned long long)closure,
+	      nfree);
+	for (j = 0; closure && j < (int)(sizeof(lookups) / sizeof(lookups[0])); j++) {
+		uint64_t expect = 0;
+
+		for (k = 0; k < nfree; k++)
+			if (!strcmp(f->s[7 + 2 * k], lookups[j]))
+				expect = f->v[8 + 2 * k];
+		idx = free_index(tg, code, lookups[j]);
+		CHECK(expect && idx >= 0 && idx < nfree, "%s: free variable '%s' at index %d",
+		      tg->python, lookups[j], idx);
+		if (!expect || idx < 0 || idx >= nfree)
+			continue;
+		cell = tuple_item(tg, closure, idx);
+		snprintf(want, sizeof(want), "%s-value", lookups[j]);
+		CHECK(rd(tg, cell + om->cell_ref) == expect &&
+			      pystr_is(tg, rd(tg, cell + om->cell_ref), want),
+		      "%s: closure[%d] ('%s') holds %#llx, Python says %#llx ('%s')", tg->python,
+		      idx, lookups[j], (unsigned long long)rd(tg, cell + om->cell_ref),
+		      (unsigned long long)expect, want);
+	}
+	CHECK(free_index(tg, code, "y") < 0 && free_index(tg, code, "x") < 0 &&
+		      free_index(tg, code, "innermost") < 0,
+	      "%s: a local or cell of inner_closure taken for a free variable", tg->python);
+}
+
 /* 3.12+ name a task lazily: an int until get_name() makes it "Task-N". */
 static void test_lazy_name(struct target *tg)
 {
@@ -1004,6 +1146,7 @@ static void run_target(struct target *tg)
 	test_walk(tg);
 	test_code_cache(tg);
 	test_contexts(tg);
+	test_closures(tg);
 	test_lazy_name(tg);
 	CHECK(!tg->readerr, "%s: a read of the target failed", tg->python);
 	fprintf(stderr, "ran %s (%s)\n", tg->python, tg->t.version_str);
@@ -1039,6 +1182,10 @@ static void test_find(void)
 			      m->async.frame_localsplus == 80 && m->code_varnames == 96,
 		      "3.%u: context %u localsplus %u varnames %u", minor, m->async.tstate_context,
 		      m->async.frame_localsplus, m->code_varnames);
+		CHECK(m->code_consts == 24 && !m->code_freevars && m->code_localspluskinds == 104 &&
+			      m->fast_free == 0x80,
+		      "3.%u: consts %u freevars %u kinds %u fast_free %#x", minor, m->code_consts,
+		      m->code_freevars, m->code_localspluskinds, m->fast_free);
 	}
 	for (minor = 8; minor <= 13; minor++) {
 		const struct py_objmodel *m = py_objmodel_find(PYV(3, minor) | 0xf0);

@@ -51,6 +51,20 @@ class Slotted:
         self.slot_y = ["y"]
 
 
+def make_closure(arg):
+    zeta, alpha, mid = "zeta-value", "alpha-value", "mid-value"
+
+    def inner_closure(x):
+        y = x  # a cell of its own (innermost's), and locals: not free variables
+
+        def innermost():
+            return y
+
+        return mid, zeta, alpha, innermost, arg
+
+    return inner_closure
+
+
 def objects():
     d = {"key_one": "value_one", "key_two": "value_two", "key_three": "value_three"}
     out("DICT", id(d), len(d), *[v for k in d for v in (id(k), id(d[k]))])
@@ -91,6 +105,16 @@ def objects():
         id(closure.__qualname__), id(cells), *[id(c) for c in cells])
     out("CELLS", *[v for c in cells for v in (id(c), id(c.cell_contents))])
 
+    # a closure over three variables, found by name: its code among make_closure's
+    # constants, its free variables in closure order (Python's, whatever it is), each
+    # with the object its cell holds ("<name>-value")
+    inner = make_closure("arg-value")
+    code = inner.__code__
+    out("CLOSURE", id(make_closure.__code__), id(types.CodeType), id(tuple), id(inner),
+        id(code), code.co_name, len(code.co_freevars),
+        *[v for n, c in zip(code.co_freevars, inner.__closure__)
+          for v in (n, id(c.cell_contents))])
+
     class WithMethod:
         def meth(self):
             pass
@@ -109,7 +133,8 @@ def objects():
         out("INT", id(n), 1 if n > 0 else -1 if n < 0 else 0, len(int_digits(n)),
             *int_digits(n))
     out("MODULE", id(sys.modules), id(functools), id(functools.__dict__))
-    keep.extend([d, gd, p, s, t, li, st, fs, wr, closure, cells, bm, inst, ap, target, part])
+    keep.extend([d, gd, p, s, t, li, st, fs, wr, closure, cells, bm, inst, ap, target, part,
+                 inner])
 
 
 # The suspended chains: each task ends in a future nobody completes.

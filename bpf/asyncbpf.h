@@ -13,15 +13,49 @@
 #define MAX_PROCS	8192
 #define TASK_COMM_LEN	16
 
-/* A pool worker whose frame names the work item it runs (anyio's WorkerThread.run): its
- * code object (0: none known) and the local slots of the item's asyncio future, which the
- * submitting task awaits, and of the contextvars.Context the item runs in. Found by
- * userspace in the process's modules (user/asyncio/threadwork.c). */
+/* Where an instance keeps one of its attributes: a slot of the values it shares its keys
+ * with its class (objects made by __init__ do), read as pw_attr does. */
+enum py_attr_model {
+	PY_ATTR_DICT = 1,   /* 3.8-3.10: dict at obj + at, its split values at dict + values */
+	PY_ATTR_VALUES = 2, /* 3.11: values pointer at obj + at */
+	PY_ATTR_TAGGED = 3, /* 3.12: values pointer minus one (bit 0 set) at obj + at */
+	PY_ATTR_INLINE = 4, /* 3.13+: values inline at obj + at, byte 3 of their header set */
+};
+
+struct py_attr {
+	__s16 at;
+	__u16 values;
+	__u16 slot; /* byte offset of the attribute in the values */
+	__u8 model; /* enum py_attr_model, 0: unknown */
+	__u8 pad;
+};
+
+/* The pools whose workers' frames name the item they run, so that a sample of one is
+ * drawn under the task awaiting that item (pw_first_task). Found by userspace in the
+ * process's modules (user/asyncio/threadwork.c); a code object 0 is a pool not (yet)
+ * found. */
+enum work_kind {
+	WORK_ANYIO = 0, /* anyio's WorkerThread.run */
+	WORK_POOL = 1,	/* concurrent.futures' _WorkItem.run (run_in_executor, to_thread) */
+	WORK_KINDS = 2,
+};
+
 struct py_work {
-	__u64 code;
-	__u16 future;
-	__u16 context;
-	__u32 pad;
+	__u64 code[WORK_KINDS]; /* the worker frame's code object */
+	/* WORK_ANYIO: local slots of the item's asyncio future, which the task awaits, and
+	 * of the contextvars.Context the item runs in */
+	__u16 anyio_future, anyio_context;
+	/* WORK_POOL: _WorkItem.run's self; the index of destination (the asyncio future) in
+	 * the closure of the done-callback wrap_future puts on the concurrent future */
+	__u16 pool_self, pool_cell;
+	struct py_attr item_future;    /* _WorkItem.future: the concurrent future */
+	struct py_attr done_callbacks; /* its _done_callbacks (a list) */
+	__u64 set_state_code;	       /* that callback's code (_chain_future's _call_set_state) */
+	__u64 pool_inner; /* 3.14+: WorkerContext.run, the pool's frame inside _WorkItem.run */
+	/* object offsets the pool link reads: list size and items, function code and
+	 * closure, cell contents */
+	__u16 list_size, list_items, func_code, func_closure, cell_ref;
+	__u16 pad[3];
 };
 
 /* Per-process record pushed by userspace, keyed by host tgid. */

@@ -132,13 +132,14 @@ struct pw_scratch {
 	__u64 shim[NATIVE_MAX_SHIMS];
 	__u32 shim_at[NATIVE_MAX_SHIMS];
 	__u32 nshims;
-	/* the pool worker's frame of the last thread walk (py_work.code), 0 if none, and the
-	 * index of its frame record */
+	/* the innermost pool worker's frame of the last thread walk (py_work.code), 0 if
+	 * none, the index of its frame record and its enum work_kind */
 	__u64 work_frame;
 	__u32 work_idx;
-	__u32 pad;
-	__u64 work_read[4]; /* pw_work_link's reads, off the stack (5.10 allows 512 bytes for
-			     * the program and its calls together) */
+	__u32 work_kind;
+	__u64 work_read[4]; /* the work links' reads, off the stack (5.10 allows 512 bytes
+			     * for the program and its calls together) */
+	__u64 last_code;    /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -409,10 +410,15 @@ static long pw_walk_step(__u32 i, void *ctx)
 	PW_MASK(n, MAX_FRAMES - 1);
 	w->out[n].code = code | (l->frame_entry && f[PW_OFF(l->frame_entry)] ? FRAME_ENTRY : 0);
 	w->out[n].instr = pw_instr(l, f, code);
-	if (code == w->p->work.code && code) {
+	if (code && !s->work_frame &&
+	    (code == w->p->work.code[WORK_ANYIO] || code == w->p->work.code[WORK_POOL])) {
 		s->work_frame = cur;
 		s->work_idx = n;
+		s->work_kind = code == w->p->work.code[WORK_POOL] ? WORK_POOL : WORK_ANYIO;
+		if (n && w->p->work.pool_inner && s->last_code == w->p->work.pool_inner)
+			s->work_idx = n - 1;
 	}
+	s->last_code = code;
 	/* last: the read of a code object may replace the page f points into */
 	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s, 0);
 	w->n = n + 1;
@@ -431,6 +437,7 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 	s->ngens = 0;
 	s->nshims = 0;
 	s->work_frame = 0;
+	s->last_code = 0;
 	PW_FORGET64(w.frame, s->forget64);
 	PW_FORGET64(w.base, s->forget64);
 	PW_FORGET64(w.pend_gen, s->forget64);
@@ -936,54 +943,134 @@ static long pw_task_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* A pool worker's sample (its frame of py_work.code seen by the thread walk): moves the
- * walk to the task that awaits the item the worker runs now, 0 when there is one. The
- * link is proven at the sample, from the worker's frame: the thread is inside the item's
- * Context now (ts->context is it: a Context is entered by one thread at a time, and the
- * worker enters this one for this item only; an idle anyio worker keeps its last item's
- * locals but has left their Context), and the task that the item's future wakes has that
- * future as its fut_waiter now (it awaits this item, not an older one at the same
- * address). A worker in the item's Context whose future no task awaits (cancelled,
- * abandoned) is marked SAMPLE_WORK_STALE. A function of its own, for the stack (see
- * pw_task_name). */
-static PW_NOINLINE int pw_work_link(struct pw_tasks *w)
+/* Attribute a of obj into *v: a slot of the values obj shares its keys with its class
+ * (struct py_attr). -1 when obj keeps its attributes in a dict of its own instead, or the
+ * slot is empty. */
+static PW_INLINE int pw_attr(struct pw_reader *r, __u64 obj, const struct py_attr *a, __u64 *v)
+{
+	__u64 base;
+
+	if (!a->model || pw_read(r, v, 8, obj + (__s64)a->at))
+		return -1;
+	if (a->model == PY_ATTR_INLINE) {
+		if (!(*v >> 24 & 0xff)) /* the header's valid byte */
+			return -1;
+		base = obj + (__s64)a->at;
+	} else if (a->model == PY_ATTR_TAGGED) {
+		if (!(*v & 1))
+			return -1;
+		base = *v + 1;
+	} else if (a->model == PY_ATTR_DICT) {
+		if (!*v || pw_read(r, v, 8, *v + a->values))
+			return -1;
+		base = *v;
+	} else {
+		base = *v;
+	}
+	if (!base || pw_read(r, v, 8, base + a->slot) || !*v)
+		return -1;
+	return 0;
+}
+
+/* Moves the walk to task, which a pool worker's item wakes when done, if task awaits
+ * that item's asyncio future fut now (its fut_waiter): 0. Else the item is no task's
+ * any more (cancelled, timed out, abandoned: SAMPLE_WORK_STALE), 1. */
+static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 {
 	const struct py_proc *p = w->p;
-	struct pw_reader *r = w->r;
-	struct pw_scratch *s = w->s;
-	__u64 *v = s->work_read, locals = s->work_frame + p->async.frame_localsplus, fut, task;
+	__u64 *v = w->s->work_read;
 
-	if (!s->work_frame || !p->async.tstate_context || !p->async.frame_localsplus ||
-	    !p->async.wakeup_task || !w->smp->hdr.tstate)
+	if (!task || pw_read(w->r, &v[1], 8, task + p->async.task_fut_waiter) || v[1] != fut) {
+		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
-	/* v[0]: the thread's Context, v[1]: the item's */
-	if (pw_read(r, &v[0], 8, w->smp->hdr.tstate + p->async.tstate_context) ||
-	    pw_read(r, &v[1], 8, locals + 8 * (__u64)p->work.context) || !v[0] ||
-	    pw_untag(&p->layout, v[1]) != v[0])
+	}
+	/* a task the maps do not know yet: not drawn */
+	if (pw_task_serial(w->pid, task, &v[3]) ||
+	    pw_read(w->r, &v[0], 8, task + p->async.task_coro) || !v[0])
 		return 1;
-	if (pw_read(r, &v[2], 8, locals + 8 * (__u64)p->work.future))
-		return 1;
-	fut = pw_untag(&p->layout, v[2]);
-	/* the first done-callback of a future a task awaits directly is the task's wakeup:
-	 * v[3] the callback, then v[2] the task, v[1] what it awaits, v[0] its coroutine */
-	if (!fut || pw_read(r, &v[3], 8, fut + p->async.fut_callback0) || !v[3] ||
-	    pw_read(r, &v[2], 8, v[3] + p->async.wakeup_task) || !v[2])
-		goto stale;
-	task = v[2];
-	if (pw_read(r, &v[1], 8, task + p->async.task_fut_waiter) || v[1] != fut ||
-	    pw_task_serial(w->pid, task, &v[3]) ||
-	    pw_read(r, &v[0], 8, task + p->async.task_coro) || !v[0])
-		goto stale;
 	w->cur = task;
 	w->cur_coro = v[0];
 	w->cur_serial = v[3];
 	w->own = 1;
-	w->smp->hdr.running_idx = s->work_idx;
+	w->smp->hdr.running_idx = w->s->work_idx;
 	w->smp->hdr.flags |= SAMPLE_WORK;
 	return 0;
-stale:
-	w->smp->hdr.flags |= SAMPLE_WORK_STALE;
-	return 1;
+}
+
+/* An anyio worker (WorkerThread.run): its frame holds the item's future, which the task
+ * awaits directly (its first done-callback is the task's wakeup), and the item's
+ * Context. The item is the one running now when the thread is inside that Context
+ * (ts->context: a Context is entered by one thread at a time, and the worker enters this
+ * one for this item only; an idle worker keeps its last item's locals but has left their
+ * Context). A function of its own, for the stack (see pw_task_name). */
+static PW_NOINLINE int pw_anyio_link(struct pw_tasks *w)
+{
+	const struct py_proc *p = w->p;
+	struct pw_reader *r = w->r;
+	__u64 *v = w->s->work_read, locals = w->s->work_frame + p->async.frame_localsplus, fut;
+
+	if (!p->async.tstate_context || !w->smp->hdr.tstate)
+		return 1;
+	/* v[0]: the thread's Context, v[1]: the item's */
+	if (pw_read(r, &v[0], 8, w->smp->hdr.tstate + p->async.tstate_context) ||
+	    pw_read(r, &v[1], 8, locals + 8 * (__u64)p->work.anyio_context) || !v[0] ||
+	    pw_untag(&p->layout, v[1]) != v[0] ||
+	    pw_read(r, &v[2], 8, locals + 8 * (__u64)p->work.anyio_future))
+		return 1;
+	fut = pw_untag(&p->layout, v[2]);
+	if (!fut || pw_read(r, &v[3], 8, fut + p->async.fut_callback0) || !v[3] ||
+	    pw_read(r, &v[2], 8, v[3] + p->async.wakeup_task)) {
+		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
+		return 1;
+	}
+	return pw_work_task(w, v[2], fut);
+}
+
+/* The first item of a list into *v, 0; -1 when it is empty. */
+static PW_INLINE int pw_list_first(struct pw_reader *r, const struct py_work *k, __u64 list,
+				   __u64 *v)
+{
+	if (!list || pw_read(r, v, 8, list + k->list_size) || (__s64)*v < 1 ||
+	    pw_read(r, v, 8, list + k->list_items) || !*v || pw_read(r, v, 8, *v) || !*v)
+		return -1;
+	return 0;
+}
+
+/* A concurrent.futures worker (_WorkItem.run; loop.run_in_executor, asyncio.to_thread):
+ * the frame's self is the item running now, and it holds its concurrent future until it
+ * ends. wrap_future made that future's first done-callback a closure over the asyncio
+ * future the task awaits (checked by its code object), and put its own callback first on
+ * the asyncio future: the awaiting task's wakeup is the second, the first of
+ * fut_callbacks. Every object read is held by the one before it, from the running frame
+ * on: none can be another's at a reused address. A function of its own, for the stack. */
+static PW_NOINLINE int pw_pool_link(struct pw_tasks *w)
+{
+	const struct py_proc *p = w->p;
+	const struct py_work *k = &p->work;
+	struct pw_reader *r = w->r;
+	__u64 *v = w->s->work_read, fut;
+
+	/* the item, its concurrent future, the first of its done-callbacks */
+	if (pw_read(r, &v[0], 8,
+		    w->s->work_frame + p->async.frame_localsplus + 8 * (__u64)k->pool_self) ||
+	    pw_attr(r, pw_untag(&p->layout, v[0]), &k->item_future, &v[1]) ||
+	    pw_attr(r, v[1], &k->done_callbacks, &v[2]) || pw_list_first(r, k, v[2], &v[0]))
+		return 1;
+	/* the closure's destination cell */
+	if (pw_read(r, &v[1], 8, v[0] + k->func_code) || v[1] != k->set_state_code ||
+	    pw_read(r, &v[1], 8, v[0] + k->func_closure) || !v[1] ||
+	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) || !v[2] ||
+	    pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
+		return 1;
+	fut = v[3];
+	/* the wakeup, a (callback, context) tuple in fut_callbacks, and its task */
+	if (pw_read(r, &v[0], 8, fut + p->async.fut_callbacks) ||
+	    pw_list_first(r, k, v[0], &v[1]) || pw_read(r, &v[2], 8, v[1] + p->async.tuple_items) ||
+	    !v[2] || pw_read(r, &v[2], 8, v[2] + p->async.wakeup_task)) {
+		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
+		return 1;
+	}
+	return pw_work_task(w, v[2], fut);
 }
 
 /* Starts the walk at the task running on the thread, or at the one a pool worker's item
@@ -995,8 +1082,10 @@ static PW_NOINLINE int pw_first_task(struct pw_tasks *w)
 	struct pw_running f = { .r = w->r, .p = w->p, .s = w->s, .pid = w->pid };
 
 	pw_find_running(&f);
+	if (!f.task && !w->s->work_frame)
+		return 1;
 	if (!f.task)
-		return pw_work_link(w);
+		return w->s->work_kind == WORK_POOL ? pw_pool_link(w) : pw_anyio_link(w);
 	w->cur = f.task;
 	w->cur_coro = f.coro;
 	w->cur_serial = f.serial;
@@ -1006,7 +1095,7 @@ static PW_NOINLINE int pw_first_task(struct pw_tasks *w)
 
 /* After pw_walk_thread: if the thread runs an asyncio task, which, and the chain of tasks
  * awaiting it, with their suspended frames after the thread's; or, for a pool worker,
- * the task that awaits its item (pw_work_link). 1 when in a task. */
+ * the task that awaits its item (pw_first_task). 1 when in a task. */
 static PW_INLINE int pw_walk_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 				   struct py_sample *smp, struct pw_scratch *s)
 {

@@ -22,7 +22,7 @@ struct proc_tasks {
 	size_t n;
 	int64_t modules; /* len(sys.modules) when asyncio was last found missing, or -1 */
 	struct atasks_cache cache;
-	struct py_work work; /* the pool worker found in its modules, code 0 until then */
+	struct py_work work; /* the pools found in its modules (threadwork.h) */
 };
 
 struct tracker {
@@ -226,11 +226,13 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	pt->modules = -1;
 	if (!a.asyncio && !objread_init(&r, t) && obj_modules_count(&r, &pt->modules))
 		pt->modules = -1;
-	/* anyio is imported at its first use, any time */
-	if (a.asyncio && !pt->work.code && tr->ops->set_work) {
-		struct py_work w;
+	/* pools are imported, and make their first item, any time */
+	if (a.asyncio && tr->ops->set_work &&
+	    (!pt->work.code[WORK_ANYIO] || !pt->work.code[WORK_POOL])) {
+		struct py_work w = pt->work;
 
-		if (!threadwork_find(t, &w) && !tr->ops->set_work(tr->ctx, t->pid, &w))
+		if (!threadwork_find(t, &w) && memcmp(&w, &pt->work, sizeof(w)) &&
+		    !tr->ops->set_work(tr->ctx, t->pid, &w))
 			pt->work = w;
 	}
 	now = calloc(a.n ? a.n : 1, sizeof(*now));

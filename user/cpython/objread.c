@@ -657,6 +657,86 @@ int obj_getattr_at(const struct objread *r, uint64_t obj, const char *name, uint
 	return slots_get(r, obj, type, name, value, at);
 }
 
+/* The index of name among the keys type's instances share (ht_cached_keys). */
+static int shared_index(const struct objread *r, uint64_t type, const char *name, size_t *index)
+{
+	struct dict_view v;
+	uint64_t keys, key;
+	uint8_t *buf;
+	int ret = obj_ptr(r, type + r->m->heaptype_cached_keys, &keys);
+
+	if (!ret && !keys)
+		return -ENOENT;
+	if (ret || (ret = keys_view(r, keys, &v)))
+		return ret;
+	if (v.nentries <= 0 || v.nentries > 4096)
+		return -ENOENT;
+	buf = malloc((size_t)v.nentries * v.esize);
+	if (!buf)
+		return -ENOMEM;
+	ret = rd(r, v.entries, buf, (size_t)v.nentries * v.esize);
+	for (int64_t i = 0; !ret && i < v.nentries; i++) {
+		memcpy(&key, buf + i * v.esize + v.ekey, 8);
+		if (key && str_equals(r, key, name) == 1) {
+			*index = (size_t)i;
+			free(buf);
+			return 0;
+		}
+	}
+	free(buf);
+	return ret ? ret : -ENOENT;
+}
+
+int obj_attr_place(const struct objread *r, uint64_t type, const char *name, struct py_attr *a)
+{
+	const struct py_objmodel *m = r->m;
+	uint64_t flags;
+	int64_t off;
+	size_t i;
+	int ret = shared_index(r, type, name, &i);
+
+	if (!ret)
+		ret = obj_ptr(r, type + m->type_flags, &flags);
+	if (ret)
+		return ret;
+	if (m->values_values + 8 * i > 0xffff)
+		return -ERANGE;
+	memset(a, 0, sizeof(*a));
+	a->slot = (uint16_t)(m->values_values + 8 * i);
+	switch (m->instdict_model) {
+	case PY_INSTDICT_OFFSET:
+		if ((ret = rd_ssize(r, type + m->type_dictoffset, &off)))
+			return ret;
+		if (off <= 0 || off > 0x7fff)
+			return -ENOTSUP;
+		a->model = PY_ATTR_DICT;
+		a->at = (int16_t)off;
+		a->values = m->dict_values;
+		return 0;
+	case PY_INSTDICT_MANAGED:
+		a->model = PY_ATTR_VALUES;
+		a->at = -4 * 8;
+		break;
+	case PY_INSTDICT_TAGGED:
+		a->model = PY_ATTR_TAGGED;
+		a->at = -3 * 8;
+		break;
+	case PY_INSTDICT_INLINE:
+		if (!(flags & m->flag_inline_values))
+			return -ENOTSUP;
+		if ((ret = rd_ssize(r, type + m->type_basicsize, &off)))
+			return ret;
+		if (off <= 0 || off > 0x7fff)
+			return -EINVAL;
+		a->model = PY_ATTR_INLINE;
+		a->at = (int16_t)off;
+		return 0;
+	default:
+		return -ENOTSUP;
+	}
+	return flags & m->flag_managed_dict ? 0 : -ENOTSUP;
+}
+
 int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_t *value)
 {
 	return obj_getattr_at(r, obj, name, value, NULL);

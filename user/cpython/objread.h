@@ -80,6 +80,10 @@ int obj_dict_items(const struct objread *r, uint64_t dict, uint64_t *keys, uint6
 /* An instance attribute: the instance dict (whatever the version keeps it as), then
  * __slots__ members along the type's bases. -ENOENT if absent. */
 int obj_getattr(const struct objread *r, uint64_t obj, const char *name, uint64_t *value);
+/* Where instances of type keep attribute name while they share their keys with it (as
+ * objects __init__ made do), for the walker (struct py_attr); -ENOENT while the type has
+ * no shared keys (no instance made yet) or they lack name. */
+int obj_attr_place(const struct objread *r, uint64_t type, const char *name, struct py_attr *a);
 /* The same, and *at the address the value was read from (to read it again, live). */
 int obj_getattr_at(const struct objread *r, uint64_t obj, const char *name, uint64_t *value,
 		   uint64_t *at);

@@ -52,18 +52,22 @@ NAME_MAX = 255
 
 
 class Service:
-    def __init__(self, name, script, modules, paths, request_frame, server):
+    def __init__(self, name, script, modules, paths, request_frame, server, pool_work=None):
         self.name, self.script, self.modules = name, script, modules
         self.paths, self.request_frame, self.server = paths, request_frame, server
+        # helpers run in worker threads for a request: {helper: its route's endpoint}
+        self.pool_work = pool_work or {}
 
 
 SERVICES = [
     Service("fastapi", "svc_fastapi.py", ("fastapi", "starlette", "anyio", "uvicorn", "asyncpg"),
             ["/users", "/report", "/sync", "/offload", "/bg", "/ff"],
-            "RequestResponseCycle.run_asgi", "postgres"),
+            "RequestResponseCycle.run_asgi", "postgres",
+            {"crunch_stats": "sync_stats", "hash_blob": "offload", "compress_blob": "offload"}),
     Service("aiohttp", "svc_aiohttp.py", ("aiohttp", "redis"),
             ["/items", "/stats", "/offload", "/ff"],
-            "RequestHandler._handle_request", "redis"),
+            "RequestHandler._handle_request", "redis",
+            {"hash_blob": "offload", "compress_blob": "offload"}),
 ]
 INTERP_IDS = ("debian-3.11", "sid-3.14")
 
@@ -81,6 +85,11 @@ PROC_RE = re.compile(r"^(.*) \(pid (\d+)(?:, container .* pid \d+)?\)$")
 THREAD_RE = re.compile(r"^(.*) \(tid (\d+)\)$")
 FRAME_RE = re.compile(r"^(.+?) \((.*):(-?\d+)\)$")
 TASK_RE = re.compile(r"^<task (.*)>$", re.S)
+# a pool worker's sample under the task awaiting its item: [thread work] in place of the
+# thread, the worker named by a <thread NAME> frame after the tasks
+WORK = "[thread work]"
+THREAD_MARK_RE = re.compile(r"^<thread (.*)>$", re.S)
+POOL_SHARE = 0.90
 
 
 class Stack:
@@ -98,6 +107,12 @@ class Stack:
         self.tname, self.tid = (m.group(1), int(m.group(2))) if m else (None, None)
         self.head = parts[:2]
         self.frames = parts[2:]
+        self.work = len(parts) > 1 and parts[1] == WORK
+        self.mark = None  # index in frames of the <thread NAME> frame
+        for i, f in enumerate(self.frames):
+            if self.work and THREAD_MARK_RE.match(f):
+                self.mark = i
+                self.tname = THREAD_MARK_RE.match(f).group(1)
 
     @staticmethod
     def qualname(frame):
@@ -539,17 +554,51 @@ def test_worker_thread_names(run):
         # without one any more, it keeps its name, but the two cannot be told apart here
         if s.frames == [NO_TSTATE]:
             continue
+        if s.work:
+            # linked to the task awaiting its item: no tid, the name of one of the workers
+            want = s.tname if s.tname in set(names.values()) - {names.get(run.truth["pid"])} \
+                else "one of the worker threads' names"
+            per[("work", want, s.tname)] = per.get(("work", want, s.tname), 0) + s.count
+            continue
         want = names.get(s.tid)
         e = per.setdefault((s.tid, want, s.tname), 0)
         per[(s.tid, want, s.tname)] = e + s.count
     workers = [k for k in per if k[0] != run.truth["pid"]]
     assert workers, "no samples of any worker thread" + run.describe()
-    bad = ["tid %d: %s, shown as %r in %d samples" % (
+    bad = ["tid %s: %s, shown as %r in %d samples" % (
         tid, "Python name %r" % want if want else "no Python name known", shown, n)
-        for (tid, want, shown), n in sorted(per.items()) if shown != want]
+        for (tid, want, shown), n in sorted(per.items(), key=str) if shown != want]
     assert not bad, "threads not shown by their Python names (%d of %d samples):\n  %s%s" % (
         sum(per[k] for k in per if k[2] != k[1]), sum(per.values()), "\n  ".join(bad),
         run.describe())
+
+
+def test_pool_work_under_request(run):
+    """Work a request sends to worker threads (a plain `def` endpoint in anyio's pool,
+    asyncio.to_thread, run_in_executor into an executor of the service's own) is drawn
+    under the request that awaits it in at least 90% of its samples: [thread work], the
+    request task's frames, then the worker, with the route's endpoint above the helper (in
+    the request's frames, or the worker's for a def endpoint)."""
+    bad = []
+    for h, endpoint in sorted(run.svc.pool_work.items()):
+        samples = run.helper_samples(h)
+        n = sum(s.count for s in samples)
+        if not n:
+            bad.append("%s: no samples (it ran %.2fs)" % (h, run.window_cpu().get(h, 0)))
+            continue
+        linked = [s for s in samples if s.work and s.mark is not None
+                  and run.svc.request_frame in s.qualnames()[:s.mark]
+                  and endpoint in s.qualnames()[:s.index(h)]]
+        share = sum(s.count for s in linked) / n
+        if share < POOL_SHARE:
+            rest = [s for s in samples if s not in linked]
+            ex = max(rest, key=lambda s: s.count)
+            bad.append("%s: under its request (%s, %s above it) in %.1f%% of %d "
+                       "samples; e.g. (%d samples) %s" % (
+                           h, run.svc.request_frame, endpoint, 100 * share, n, ex.count,
+                           ex.short(700)))
+    assert not bad, "pool work not under its request:\n  " + "\n  ".join(bad) + \
+        run.describe()
 
 
 def test_helper_samples_follow_cpu(run):

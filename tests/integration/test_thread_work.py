@@ -11,11 +11,12 @@ task is drawn as before, never under a task. tests/workloads/thread_work.py runs
 named tasks, each handing a function of its own (burn_X) to anyio's pool, whose threads
 pass from task to task, and a plain thread (burn_plain) outside any task; it measures
 each function's CPU time and notes the threads that ran it. One recording of every
-interpreter that imports anyio (Debian 12's python3.11 with anyio 3.6, the sid tree's
-with anyio 4) until each function has burnt WORK_CPU seconds; the others are skipped
+interpreter that imports anyio (Debian 12's python3.11 with anyio 3.6, pyenv's with the
+same pure-Python anyio, the sid tree's with anyio 4) until each function has burnt WORK_CPU seconds; the others are skipped
 with the workload's reason."""
 import contextlib
 import json
+import os
 import select
 import signal
 import subprocess
@@ -94,16 +95,33 @@ def record_work(binary, loads):
     return Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
 
 
+# Debian's anyio and what it imports: pure Python, so that pyenv's interpreters, which
+# have no anyio, run it too
+DEBIAN_PACKAGES = "/usr/lib/python3/dist-packages"
+ANYIO_PACKAGES = ["anyio", "sniffio", "idna"]
+
+
+def anyio_dir(tmp):
+    """A directory holding only Debian's anyio and its imports (links), or None without
+    them. In a tree the links lead to the tree's own copies, if any."""
+    if not all(os.path.isdir(os.path.join(DEBIAN_PACKAGES, p)) for p in ANYIO_PACKAGES):
+        return None
+    for p in ANYIO_PACKAGES:
+        os.symlink(os.path.join(DEBIAN_PACKAGES, p), os.path.join(tmp, p))
+    return tmp
+
+
 @pytest.fixture(scope="module")
-def recorded(root_record_bin):
+def recorded(root_record_bin, tmp_path_factory):
     """{interpreter id: (Recording, workload)}: one recording of thread_work.py on every
     interpreter that imports anyio; the others' workloads say why not, and end."""
     interps = [i for i in INTERPRETERS if not i.missing]
     if not interps:
         pytest.skip("no supported interpreter installed")
     with contextlib.ExitStack() as stack:
-        loads = start_all(stack, [Workload(i.path, "thread_work.py", timeout=60, stdin=True)
-                                  for i in interps])
+        extra = anyio_dir(str(tmp_path_factory.mktemp("anyio")))
+        loads = start_all(stack, [Workload(i.path, "thread_work.py", *([extra] if extra else []),
+                                           timeout=60, stdin=True) for i in interps])
         by_id = dict(zip((i.id for i in interps), loads))
         for w in loads:
             assert w.fact("pid") == w.pid, "thread_work.py's pid %s is not its process's %d" % (

@@ -18,6 +18,8 @@ stdin is answered with one line {"now": {"cpu": {fn: seconds}, "calls": {fn: n},
 {fn: [tid...]}, "names": {tid: Python thread name}}}: the CPU time (thread_time, measured
 by the function itself) each function has burnt so far, how many calls have begun, and
 the native ids of the threads that ran it (threading.get_native_id(), read inside it).
+An interpreter without anyio of its own takes it from the directory given as argv[1]
+(Debian's pure-Python anyio, sniffio and idna; see test_thread_work.py), if any.
 """
 import asyncio
 import json
@@ -30,7 +32,15 @@ import time
 import _wl
 
 try:  # before any thread burns: an import under GIL contention crawls
-    import anyio
+    try:
+        import anyio
+    except ImportError:
+        if len(sys.argv) < 2:
+            raise
+        # argv[1]: a directory of Debian's pure-Python anyio, sniffio and idna alone, for an
+        # interpreter that has no anyio of its own (pyenv's)
+        sys.path.append(sys.argv[1])
+        import anyio
     import anyio.to_thread
     ANYIO_WHY = None
 except ImportError as e:

@@ -71,6 +71,8 @@ uint32_t profile_frame_parse(struct profile *p, const char *s, size_t len)
 		return intern(p, FRAME_THREAD, s, nlen, NULL, 0, num);
 	if (len >= 7 && !memcmp(s, "<task ", 6) && s[len - 1] == '>')
 		return intern(p, FRAME_TASK, s + 6, len - 7, NULL, 0, 0);
+	if (len >= 9 && !memcmp(s, "<thread ", 8) && s[len - 1] == '>')
+		return intern(p, FRAME_WORKER, s + 8, len - 9, NULL, 0, 0);
 	if (len >= 6 && s[len - 1] == ')') {
 		/* "qualname (file:line)": the last ':' before the ')' ends the file */
 		const char *colon = memrchr(s, ':', len - 1), *open;

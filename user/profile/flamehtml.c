@@ -24,6 +24,7 @@ static char kind(enum frame_kind k)
 	case FRAME_PROCESS:
 		return 'p';
 	case FRAME_THREAD:
+	case FRAME_WORKER:
 		return 't';
 	case FRAME_PYTHON:
 		return 'y';

@@ -270,7 +270,8 @@ static void sample(struct enc *e, struct profile *prof, const struct stack_ent *
 		label_str(e, &m, "process", l.process->name);
 	}
 	if (l.thread) {
-		label_num(e, &m, "tid", l.thread->line);
+		if (l.thread->kind == FRAME_THREAD) /* a worker's frame carries no tid */
+			label_num(e, &m, "tid", l.thread->line);
 		label_str(e, &m, "thread", l.thread->name);
 	}
 	if (l.task)

@@ -498,6 +498,9 @@ void profile_print_frame(FILE *f, const struct frame_sym *s)
 	case FRAME_TASK:
 		fprintf(f, "<task %s>", s->name);
 		break;
+	case FRAME_WORKER:
+		fprintf(f, "<thread %s>", s->name);
+		break;
 	default:
 		fputs(s->name, f);
 		break;

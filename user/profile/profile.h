@@ -15,6 +15,7 @@ enum frame_kind {
 	FRAME_SPECIAL, /* name only: [truncated], [unknown], ... */
 	FRAME_TASK,    /* name = task name: a task boundary in a stacked stack */
 	FRAME_NATIVE,  /* name = "symbol" or "library+0xOFFSET" (--native) */
+	FRAME_WORKER,  /* name = thread name: a pool worker, after the task awaiting its work */
 };
 
 struct frame_sym {

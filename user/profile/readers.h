@@ -17,7 +17,8 @@ int pprof_read(const void *buf, size_t len, struct profile *p, char *why, size_t
 int profile_read(const void *buf, size_t len, struct profile *p, char *why, size_t whylen);
 
 /* Interns a frame given as the writers print it: "name (pid N)", "name (tid N)",
- * "<task name>", "qualname (file:line)"; anything else is a FRAME_SPECIAL. */
+ * "<task name>", "<thread name>", "qualname (file:line)"; anything else is a
+ * FRAME_SPECIAL. */
 uint32_t profile_frame_parse(struct profile *p, const char *s, size_t len);
 
 #endif

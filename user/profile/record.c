@@ -413,13 +413,11 @@ tasks:
 	if (top == h->ntasks && !(s->tasks[top - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
 		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[top - 1]);
 	if (!last && h->flags & SAMPLE_WORK) {
-		char marker[TASK_NAME_TEXT + 16];
 		char comm[TASK_COMM_LEN + 1];
 
 		memcpy(comm, h->comm, TASK_COMM_LEN);
 		comm[TASK_COMM_LEN] = 0;
-		snprintf(marker, sizeof(marker), "<thread %s>", thread_name(r, tg, h, comm));
-		ids[n++] = special(r, marker);
+		ids[n++] = profile_frame(r->prof, FRAME_WORKER, thread_name(r, tg, h, comm), NULL, 0);
 		for (uint32_t i = split; i-- > 0;)
 			ids[n++] = th[i];
 		return n;

@@ -64,7 +64,7 @@ void stack_labels(const struct profile *prof, const struct stack_ent *st, struct
 
 		if (s->kind == FRAME_PROCESS && !l->process)
 			l->process = s;
-		else if (s->kind == FRAME_THREAD && !l->thread)
+		else if ((s->kind == FRAME_THREAD || s->kind == FRAME_WORKER) && !l->thread)
 			l->thread = s;
 		else if (s->kind == FRAME_TASK)
 			l->task = s;

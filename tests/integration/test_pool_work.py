@@ -393,9 +393,9 @@ def test_orphan_under_no_task(run, how):
         "go (its loop starved?): %s" % (counts["stuck"], fn, task, counts)
     bad = [s for s in after if s.thread_work or s.tasks()]
     assert not bad, "%s (%s) on %s: %d of %d samples of %s after %s stopped waiting for it " \
-        "(%s) drawn under a task; drawn: %s.\n%s; %s" % (
+        "(%s) drawn under a task; drawn: %s.\n%s; its calls: %s; %s" % (
             fn, how, run.interp.id, total(bad), total(after), fn, task, left,
-            tally(after, task, fn), run.truth(left), run.stats) + show(
+            tally(after, task, fn), run.truth(left), counts, run.stats) + show(
                 bad, n=6, header="samples under a task")
     before = [s for s in run.of_fn(fn) if left not in fn_names(s)]
     wrong = wrong_task(before, task, fn)

@@ -12,6 +12,7 @@
 
 #include "asyncio/atasks.h"
 #include "asyncio/pstree.h"
+#include "asyncio/taskthreads.h"
 #include "cpython/pyproc.h"
 #include "readers/sampler.h"
 #include "cpython/symbolize.h"
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
 	struct sampler *sampler = NULL;
 	struct py_target t;
 	struct atasks a;
+	struct task_threads tt;
 	struct symtab *st;
 	double seconds = 1;
 	char why[512], *end;
@@ -159,19 +161,26 @@ int main(int argc, char **argv)
 			return EXIT_ENV;
 		}
 	}
+	/* the tree is whole without the threads: one that cannot be read is left out */
+	ret = taskthreads_read(&t, &a, &tt);
+	if (ret && ret != -ENOTSUP)
+		fprintf(stderr, "asyncbpf-tasks: note: no worker threads shown: %s\n",
+			strerror(-ret));
 	st = symtab_new();
 	if (!st) {
+		taskthreads_free(&tt);
 		atasks_free(&a);
 		err("out of memory");
 		return EXIT_ENV;
 	}
-	ret = pstree_print(stdout, stderr, &a, &t, st);
+	ret = pstree_print(stdout, stderr, &a, &tt, &t, st);
 	if (ret < 0)
 		err("out of memory");
 	if (!ret && a.unreadable)
 		fprintf(stderr, "asyncbpf-tasks: warning: %zu task%s changed while being read\n",
 			a.unreadable, a.unreadable > 1 ? "s" : "");
 	symtab_free(st);
+	taskthreads_free(&tt);
 	atasks_free(&a);
 	return ret < 0 ? EXIT_ENV : ret ? 1 : 0;
 }

@@ -985,10 +985,12 @@ PSTREE_RE = re.compile(r"^((?:    |│   )*)(└── |├── )(.*)$")
 class TreeNode:
     """A line of `python -m asyncio pstree` output: a task `(T) NAME` or a coroutine
     frame `QUALNAME FILE:LINE` (or a bare QUALNAME, as pstree prints a frame with no
-    file and line)."""
+    file and line); or asyncbpf-tasks' worker thread `thread NAME (tid N)` (tid: None
+    when not shown)."""
 
-    def __init__(self, kind, name, file=None, line=None, raw=""):
+    def __init__(self, kind, name, file=None, line=None, raw="", tid=None):
         self.kind, self.name, self.file, self.line, self.raw = kind, name, file, line, raw
+        self.tid = tid
         self.children = []
         self.parent = None
 
@@ -1032,6 +1034,10 @@ def parse_pstree(text):
         assert depth <= len(path), "line deeper than its parent: %r" % raw
         if body.startswith("(T) "):
             node = TreeNode("task", body[4:], raw=raw)
+        elif body.startswith("thread "):
+            tm = re.match(r"^(.*?) ?\(tid (\d+)\)$", body[7:])
+            node = (TreeNode("thread", tm.group(1), raw=raw, tid=int(tm.group(2))) if tm
+                    else TreeNode("thread", body[7:], raw=raw))
         else:
             assert body.startswith(" ") and body[1:2] != " ", "bad node text: %r" % raw
             label = body[1:]

@@ -5,7 +5,7 @@
 
 #include "asyncio/pstree.h"
 
-enum { NODE_TASK, NODE_CORO };
+enum { NODE_TASK, NODE_CORO, NODE_THREAD };
 
 struct node {
 	int kind;
@@ -119,8 +119,11 @@ static void render(FILE *out, struct tree *t, size_t node, char *prefix, size_t 
 	struct node *n = &t->v[node];
 	char *child;
 
-	fprintf(out, "%s%s%s %s\n", prefix, last ? "└── " : "├── ",
-		n->kind == NODE_TASK ? "(T)" : "", n->label);
+	fprintf(out, "%s%s%s%s\n", prefix, last ? "└── " : "├── ",
+		n->kind == NODE_TASK	 ? "(T) "
+		: n->kind == NODE_THREAD ? "thread "
+					 : " ",
+		n->label);
 	child = malloc(plen + 8);
 	if (!child)
 		return;
@@ -199,8 +202,39 @@ static int find_cycles(FILE *err, struct atasks *a)
 	return found ? 1 : 0;
 }
 
-int pstree_print(FILE *out, FILE *err, struct atasks *a, const struct py_target *pt,
-		 struct symtab *st)
+/* Under the end of the awaiting task's chain, the thread, then its frames outermost
+ * first, as a task's coroutines are drawn. */
+static void add_thread(struct tree *t, struct atasks *a, const struct task_thread *th,
+		       const struct py_target *pt, struct symtab *st)
+{
+	size_t node = chain(t, th->task, &a->v[th->task], pt, st), kid;
+	char *label = NULL;
+
+	if (node == SIZE_MAX)
+		return;
+	if ((th->tid ? asprintf(&label, "%s%s(tid %d)", th->name ? th->name : "",
+				th->name ? " " : "", th->tid)
+		     : asprintf(&label, "%s", th->name ? th->name : "(unnamed)")) < 0) {
+		t->nomem = 1;
+		return;
+	}
+	kid = add_node(t, NODE_THREAD, label);
+	free(label);
+	if (kid == SIZE_MAX)
+		return;
+	add_kid(t, node, kid);
+	for (uint32_t i = 0; i < th->nframes && kid != SIZE_MAX; i++) {
+		if (!(label = frame_label(&th->frames[i], pt, st))) {
+			t->nomem = 1;
+			return;
+		}
+		kid = cor_node(t, kid, label);
+		free(label);
+	}
+}
+
+int pstree_print(FILE *out, FILE *err, struct atasks *a, const struct task_threads *tt,
+		 const struct py_target *pt, struct symtab *st)
 {
 	struct tree t = {};
 	int ret = find_cycles(err, a);
@@ -229,6 +263,8 @@ int pstree_print(FILE *out, FILE *err, struct atasks *a, const struct py_target 
 		if (!awaits)
 			chain(&t, i, &a->v[i], pt, st);
 	}
+	for (size_t i = 0; tt && i < tt->n && !t.nomem; i++)
+		add_thread(&t, a, &tt->v[i], pt, st);
 	for (size_t i = 0; i < t.n && !t.nomem; i++)
 		if (!t.v[i].is_kid)
 			render(out, &t, i, "", 0, 1);

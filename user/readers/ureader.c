@@ -21,9 +21,6 @@
 #include "readers/vmwalk.h"
 #include "clock.h"
 
-/* glibc x86-64: offsetof(struct pthread, tid); pthread_self() is the struct's address.
- * Checked on each process against its main thread before use. */
-#define PTHREAD_TID_OFF	 0x2d0
 #define THREAD_RESCAN_NS 200000000ULL /* new threads are found this often */
 
 struct uthread {

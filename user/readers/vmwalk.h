@@ -10,6 +10,10 @@
 #include "process/memread.h"
 #include "asyncio/taskmaps.h"
 
+/* glibc x86-64: offsetof(struct pthread, tid); pthread_self(), a thread state's
+ * thread_id, is the struct's address. Check it on each process before use. */
+#define PTHREAD_TID_OFF 0x2d0
+
 static _Thread_local pid_t vmwalk_pid;
 static _Thread_local const struct taskmaps *vmwalk_maps;
 

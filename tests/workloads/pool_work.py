@@ -162,70 +162,61 @@ def churn_work_3():
     return churn("churn_work_3")
 
 
-def orphan_left(start):
-    """burn_orphan's CPU once orphan-owner stopped waiting for it."""
+def burn_left(left, start):
+    """The part of an orphan function after its task let go, in the frame left
+    (orphan_left, cancelled_left): burns until the call has had ORPHAN_CPU seconds since
+    start, accounting left's CPU every 10 ms."""
     n, last = 0, time.thread_time()
     while last - start < ORPHAN_CPU:
         for _ in range(1000): n += 1  # BURN
-        last = progress("orphan_left", last)
+        last = progress(left, last)
     return n
+
+
+def orphan_left(start):
+    """burn_orphan's CPU once orphan-owner stopped waiting for it."""
+    return burn_left("orphan_left", start)
 
 
 def cancelled_left(start):
     """burn_cancelled's CPU once cancel-victim's await was cancelled."""
-    n, last = 0, time.thread_time()
-    while last - start < ORPHAN_CPU:
-        for _ in range(1000): n += 1  # BURN
-        last = progress("cancelled_left", last)
-    return n
+    return burn_left("cancelled_left", start)
+
+
+def orphaned(fn, left):
+    """One call of an orphan function fn (burn_orphan, burn_cancelled): burns until its
+    task lets go of it (orphan-owner's wait_for times out, cancel-victim's await is
+    cancelled), then the rest in left (orphan_left, cancelled_left); gives up waiting
+    after STUCK seconds. Counts which happened; sets fn's events."""
+    start = _work.begin(fn)
+    began[fn].set()
+    try:
+        n, deadline = 0, time.monotonic() + STUCK
+        while not let_go[fn].is_set():  # its task still awaits it
+            if time.monotonic() > deadline:
+                break
+            for _ in range(1000): n += 1  # BURN
+        if let_go[fn].is_set():
+            with _work.lock:
+                _work.calls[left.__name__] += 1
+                _work.tids[left.__name__].add(_wl.native_id())
+                orphans[fn]["abandoned"] += 1
+            n += left(start)
+        else:
+            with _work.lock:
+                orphans[fn]["stuck"] += 1
+        _work.account(fn, start)
+        return n
+    finally:
+        returned[fn].set()
 
 
 def burn_orphan():
-    start = _work.begin("burn_orphan")
-    began["burn_orphan"].set()
-    try:
-        n, deadline = 0, time.monotonic() + STUCK
-        while not let_go["burn_orphan"].is_set():  # orphan-owner still waits (wait_for)
-            if time.monotonic() > deadline:
-                break
-            for _ in range(1000): n += 1  # BURN
-        if let_go["burn_orphan"].is_set():
-            with _work.lock:
-                _work.calls["orphan_left"] += 1
-                _work.tids["orphan_left"].add(_wl.native_id())
-                orphans["burn_orphan"]["abandoned"] += 1
-            n += orphan_left(start)
-        else:
-            with _work.lock:
-                orphans["burn_orphan"]["stuck"] += 1
-        _work.account("burn_orphan", start)
-        return n
-    finally:
-        returned["burn_orphan"].set()
+    return orphaned("burn_orphan", orphan_left)
 
 
 def burn_cancelled():
-    start = _work.begin("burn_cancelled")
-    began["burn_cancelled"].set()
-    try:
-        n, deadline = 0, time.monotonic() + STUCK
-        while not let_go["burn_cancelled"].is_set():  # cancel-victim still awaits it
-            if time.monotonic() > deadline:
-                break
-            for _ in range(1000): n += 1  # BURN
-        if let_go["burn_cancelled"].is_set():
-            with _work.lock:
-                _work.calls["cancelled_left"] += 1
-                _work.tids["cancelled_left"].add(_wl.native_id())
-                orphans["burn_cancelled"]["abandoned"] += 1
-            n += cancelled_left(start)
-        else:
-            with _work.lock:
-                orphans["burn_cancelled"]["stuck"] += 1
-        _work.account("burn_cancelled", start)
-        return n
-    finally:
-        returned["burn_cancelled"].set()
+    return orphaned("burn_cancelled", cancelled_left)
 
 
 def plain_submitter():

@@ -17,19 +17,13 @@ tasks that let go of their work (orphans); a plain thread submitting to a pool o
 own. It measures each function's CPU time, notes the threads that ran it and who
 submitted it. One recording of every interpreter until each function has burnt WORK_CPU
 seconds."""
-import contextlib
-import json
-import os
 import re
-import select
-import signal
-import subprocess
-import time
 
 import pytest
 
-from helpers import (INTERPRETERS, RECORD_TIMEOUT, TIMEOUT_SCALE, Frame, Recording,
-                     TaskFrame, Workload, show, start_all, total, wait_for, wait_sampling)
+from helpers import show, total
+from workthreads import (WorkRun, fn_names, frame_faults, faults_text, interp_params,
+                         linked_to, record_work, started, tally, wrong_task)
 
 FREQ = 199
 # CPU time each function burns while sampled: about 60 samples at FREQ
@@ -48,23 +42,6 @@ ORPHANS = [("wait_for", "orphan-owner", "burn_orphan", "orphan_left"),
 PLAIN_FN = "burn_plain_submit"
 
 
-def interp_params():
-    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
-                         if i.missing else []) for i in INTERPRETERS]
-
-
-def ask(w):
-    """pool_work.py's answer to a line: its functions' CPU time, calls, threads..."""
-    w.send("now")
-    timeout = 30 * TIMEOUT_SCALE
-    readable, _, _ = select.select([w.proc.stdout], [], [], timeout)
-    assert readable, "workload %s (pid %d) did not answer within %gs" % (w.argv, w.pid, timeout)
-    line = w.proc.stdout.readline().decode()
-    assert line, "workload %s (pid %d) exited (rc %s): %s" % (
-        w.argv, w.pid, w.proc.wait(), w.proc.stderr.read().decode(errors="replace")[-2000:])
-    return json.loads(line)["now"]
-
-
 def progress(w, now):
     """{what: CPU seconds burnt since sampling began} of what the recording waits for:
     each MECHS function, the plain thread's, each orphan's part after its task let go,
@@ -77,158 +54,44 @@ def progress(w, now):
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def record_work(binary, loads):
-    """Records loads (pool_work.py) until each of what progress() counts has burnt
-    WORK_CPU seconds since sampling began (the functions' own measure); each load's
-    answers when sampling began, when it was told to stop and after it stopped go to its
-    .before, .stop and .after."""
-    argv = [binary, "-p", ",".join(str(w.pid) for w in loads), "-F", str(FREQ)] + ARGS
-    timeout = RECORD_TIMEOUT * TIMEOUT_SCALE
-    t0 = time.monotonic()
-    stopped = []
-    rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        wait_sampling(rec, timeout)
-        for w in loads:
-            w.before = ask(w)
-        now = {}
-
-        def done():
-            assert rec.poll() is None, "asyncbpf-record exited (rc %s) while sampling" % (
-                rec.returncode)
-            for w in loads:
-                w.stop = ask(w)
-                now[w.pid] = progress(w, w.stop)
-            return all(c >= WORK_CPU for cpu in now.values() for c in cpu.values())
-        wait_for(done, timeout, lambda: "%gs of CPU in each function, sampled; have %s" % (
-            WORK_CPU, now), 0.2)
-        # stopped while the recorder writes its output: 11 busy processes on 2 CPUs
-        # starve it (a minute here)
-        for w in loads:
-            os.kill(w.pid, signal.SIGSTOP)
-        stopped = loads
-        rec.send_signal(signal.SIGINT)
-        out, err = rec.communicate(timeout=timeout)
-        stopped = []
-        for w in loads:
-            os.kill(w.pid, signal.SIGCONT)
-        for w in loads:
-            w.after = ask(w)
-    finally:
-        for w in stopped:
-            os.kill(w.pid, signal.SIGCONT)
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
-    out, err = out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
-    return Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
-
-
 @pytest.fixture(scope="module")
 def recorded(root_record_bin):
     """(Recording, {interpreter id: workload}): one recording of pool_work.py on every
-    interpreter."""
-    interps = [i for i in INTERPRETERS if not i.missing]
-    if not interps:
-        pytest.skip("no supported interpreter installed")
-    with contextlib.ExitStack() as stack:
-        loads = start_all(stack, [Workload(i.path, "pool_work.py", timeout=60, stdin=True)
-                                  for i in interps])
-        for w in loads:
-            assert w.fact("pid") == w.pid, "pool_work.py's pid %s is not its process's %d" % (
-                w.fact("pid"), w.pid)
-        r = record_work(root_record_bin, loads)
+    interpreter; the workloads are stopped while the recorder writes its output (11 busy
+    processes on 2 CPUs starve it: a minute here)."""
+    with started("pool_work.py") as pairs:
+        loads = [w for _, w in pairs]
+        r = record_work(root_record_bin, loads, FREQ, ARGS, WORK_CPU, progress, pause=True)
         assert r.rc == 0, "asyncbpf-record failed" + r.describe()
-        yield r, dict(zip((i.id for i in interps), loads))
+        yield r, {i.id: w for i, w in pairs}
 
 
-class Run:
-    """One interpreter's part of the recording, and what its workload saw."""
+class Run(WorkRun):
+    """One interpreter's part of the recording, and what its workload saw: besides
+    WorkRun's, its churn and orphan tasks, and who submitted each function."""
 
     def __init__(self, r, w, interp):
-        self.r, self.w, self.interp = r, w, interp
-        self.mine = r.of_pid(w.pid)
-        self.tasks = {t["name"]: t for t in w.all("task")}
+        super().__init__(r, w, interp)
         self.churn = {c["fn"]: c for c in w.all("churn")}
         self.orphans = {o["fn"]: o for o in w.all("orphan")}
         # every task the workload named but wl-main, which awaits them all
         self.named = set(self.tasks) | {c["name"] for c in self.churn.values()} | {
             o["name"] for o in self.orphans.values()} | {"canceller", "announce"}
-        self.stats = "; ".join(l for l in r.err_lines() if l.startswith("thread")) or \
-            "no 'thread' line in --stats"
-
-    def of_fn(self, fn):
-        """The samples with a frame of fn."""
-        return [s for s in self.mine if fn in fn_names(s)]
-
-    def tids(self, fn):
-        return self.w.after["tids"][fn]
-
-    def names(self, fn):
-        """The Python names of the threads that ran fn."""
-        return sorted({self.w.after["names"][str(t)] for t in self.tids(fn)})
 
     def check_submitters(self, fn, who):
+        """Asserts that the workload saw fn submitted by who alone."""
         got = self.w.after["submitters"][fn]
         assert got == [who], "workload: %s was submitted by %s, not %s alone" % (fn, got, who)
 
-    def truth(self, fn):
-        """What the workload saw of fn, for a failure message."""
-        a, stop, before = self.w.after, self.w.stop, self.w.before
-        others = {g: sorted(set(a["tids"][g]) & set(a["tids"][fn]))
-                  for g in a["tids"] if g != fn}
-        return ("%s burnt %.2fs of CPU while sampled in %d calls, in threads %s (%s), "
-                "submitted by %s; threads it shared with others: %s" % (
-                    fn, stop["cpu"][fn] - before["cpu"][fn],
-                    stop["calls"][fn] - before["calls"][fn], a["tids"][fn], self.names(fn),
-                    a["submitters"].get(fn), {g: t for g, t in others.items() if t}))
+    def submitted_by(self, fn):
+        """Who submitted fn, as the workload saw, for truth()."""
+        return ", submitted by %s" % self.w.after["submitters"].get(fn)
 
 
 @pytest.fixture
 def run(recorded, python):
     r, loads = recorded
     return Run(r, loads[python.id], python)
-
-
-def fn_names(s, frames=None):
-    """The function names of a sample's (or frames') Python frames: qualnames without
-    their class (before 3.11 only co_name exists)."""
-    return [f.qualname.rsplit(".", 1)[-1] for f in (s.frames if frames is None else frames)
-            if isinstance(f, Frame)]
-
-
-def linked_to(s, task, fn):
-    """Whether s is fn's work drawn under task: [thread work], task the last task frame
-    before the <thread NAME> frame, fn after it."""
-    m = s.thread_mark()
-    if not s.thread_work or m is None:
-        return False
-    before = [f.name for f in s.frames[:m] if isinstance(f, TaskFrame)]
-    return bool(before) and before[-1] == task and fn in fn_names(s, s.frames[m + 1:])
-
-
-def how_drawn(s, task, fn):
-    """What a sample of fn shows, in a few words."""
-    if task and linked_to(s, task, fn):
-        return "linked"
-    if not s.thread_work:
-        return "under tasks %s" % s.tasks() if s.tasks() else "under its thread frame"
-    return "[thread work] under tasks %s" % s.tasks()
-
-
-def tally(samples, task, fn):
-    out = {}
-    for s in samples:
-        k = how_drawn(s, task, fn)
-        out[k] = out.get(k, 0) + s.count
-    return ", ".join("%d %s" % (n, k) for k, n in sorted(out.items(), key=lambda kv: -kv[1]))
-
-
-def wrong_task(samples, task, fn):
-    """The samples of fn drawn under a task that is not task: any task frame, or [thread
-    work], without being linked_to(task)."""
-    return [s for s in samples
-            if (s.thread_work or s.tasks()) and not linked_to(s, task, fn)]
 
 
 def mech(run, name):
@@ -289,33 +152,9 @@ def test_work_frames(run, how):
         "nothing to check; drawn: %s" % (task, how, run.interp.id, total(mine), fn, task,
                                           tally(mine, task, fn))
     names = run.names(fn)
-    bad = {}
-    for s in linked:
-        m = s.thread_mark()
-        at = max(k for k, f in enumerate(s.frames[:m]) if isinstance(f, TaskFrame))
-        owner, worker = fn_names(s, s.frames[at + 1:m]), fn_names(s, s.frames[m + 1:])
-        why = []
-        if s.frames[m].name not in names:
-            why.append("<thread %s>, not one of the threads that ran %s: %s" % (
-                s.frames[m].name, fn, names))
-        if not owner or owner[0] != via[0]:
-            why.append("%s not first after <task %s>" % (via[0], task))
-        it = iter(owner)
-        if not all(v in it for v in via):
-            why.append("not %s in this order after <task %s>" % (" then ".join(via), task))
-        if not owner or owner[-1] != awaits:
-            why.append("%s not last before <thread>" % awaits)
-        if not isinstance(s.frames[m + 1] if m + 1 < len(s.frames) else None, Frame) or \
-                worker[0] != fn:
-            why.append("%s not first after <thread>" % fn)
-        if any(isinstance(f, TaskFrame) for f in s.frames[m + 1:]):
-            why.append("a task frame after <thread>")
-        for w in why:
-            bad.setdefault(w, []).append(s)
+    bad = frame_faults(linked, task, fn, via, awaits, names)
     assert not bad, "%s (%s) on %s: of %d linked samples of %s:\n%s" % (
-        task, how, run.interp.id, total(linked), fn, "\n".join(
-            "  %d %s" % (total(v), w) + show(v, n=3, header="    e.g.")
-            for w, v in bad.items()))
+        task, how, run.interp.id, total(linked), fn, faults_text(bad))
 
 
 @pytest.mark.parametrize("how", MECH_IDS)

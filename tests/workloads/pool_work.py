@@ -49,7 +49,6 @@ and so never ran.
 """
 import asyncio
 import concurrent.futures
-import json
 import os
 import random
 import sys
@@ -57,6 +56,7 @@ import threading
 import time
 
 import _wl
+import _work
 
 CALL_CPU = 0.06  # seconds of CPU per call of a burn_X
 JITTER = 0.02  # a MECHS task sleeps up to this long between its calls
@@ -92,11 +92,7 @@ FUNCS = ([fn for _, fn, _, _, _ in MECHS] + [fn for _, fn in CHURN_TASKS] +
          [fn for _, fn, _, _ in ORPHANS] + [left for _, _, left, _ in ORPHANS] +
          ["burn_plain_submit"])
 
-lock = threading.Lock()
-cpu = {fn: 0.0 for fn in FUNCS}
-calls = {fn: 0 for fn in FUNCS}
-tids = {fn: set() for fn in FUNCS}
-names = {}
+_work.track(FUNCS)
 submitters = {fn: set() for fn in FUNCS}
 orphans = {fn: dict(abandoned=0, stuck=0, never_ran=0) for _, fn, _, _ in ORPHANS}
 
@@ -107,28 +103,13 @@ let_go = {fn: threading.Event() for _, fn, _, _ in ORPHANS}
 returned = {fn: threading.Event() for _, fn, _, _ in ORPHANS}
 
 
-def begin(fn):
-    """A burn function's first step: notes its thread; returns its start CPU time."""
-    tid = _wl.native_id()
-    with lock:
-        calls[fn] += 1
-        tids[fn].add(tid)
-        names[tid] = threading.current_thread().name
-    return time.thread_time()
-
-
-def account(fn, start):
-    with lock:
-        cpu[fn] += time.thread_time() - start
-
-
 def submitted(fn):
     """Notes who submits fn: the current task's name (or the thread's, outside a loop)."""
     try:
         who = asyncio.current_task().get_name()
     except RuntimeError:
         who = "thread " + threading.current_thread().name
-    with lock:
+    with _work.lock:
         submitters[fn].add(who)
 
 
@@ -138,57 +119,31 @@ def progress(fn, last):
     now = time.thread_time()
     if now - last < 0.01:
         return last
-    with lock:
-        cpu[fn] += now - last
+    with _work.lock:
+        _work.cpu[fn] += now - last
     return now
 
 
-# each function its own loop, so that its frame is the sample's leaf
+# each function its own frame, right above the shared burn loop
 
 def burn_default():
-    start = begin("burn_default")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_default", start)
-    return n
+    return _work.burn("burn_default", CALL_CPU)
 
 
 def burn_own():
-    start = begin("burn_own")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_own", start)
-    return n
+    return _work.burn("burn_own", CALL_CPU)
 
 
 def burn_to_thread():
-    start = begin("burn_to_thread")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_to_thread", start)
-    return n
+    return _work.burn("burn_to_thread", CALL_CPU)
 
 
 def burn_plain_submit():
-    start = begin("burn_plain_submit")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_plain_submit", start)
-    return n
+    return _work.burn("burn_plain_submit", CALL_CPU)
 
 
 def churn(fn):
-    start = begin(fn)
-    want = random.uniform(*CHURN_CPU)
-    n = 0
-    while time.thread_time() - start < want:
-        for _ in range(100): n += 1  # BURN
-    account(fn, start)
-    return n
+    return _work.burn(fn, random.uniform(*CHURN_CPU), step=100)
 
 
 def churn_work_0():
@@ -207,70 +162,61 @@ def churn_work_3():
     return churn("churn_work_3")
 
 
-def orphan_left(start):
-    """burn_orphan's CPU once orphan-owner stopped waiting for it."""
+def burn_left(left, start):
+    """The part of an orphan function after its task let go, in the frame left
+    (orphan_left, cancelled_left): burns until the call has had ORPHAN_CPU seconds since
+    start, accounting left's CPU every 10 ms."""
     n, last = 0, time.thread_time()
     while last - start < ORPHAN_CPU:
         for _ in range(1000): n += 1  # BURN
-        last = progress("orphan_left", last)
+        last = progress(left, last)
     return n
+
+
+def orphan_left(start):
+    """burn_orphan's CPU once orphan-owner stopped waiting for it."""
+    return burn_left("orphan_left", start)
 
 
 def cancelled_left(start):
     """burn_cancelled's CPU once cancel-victim's await was cancelled."""
-    n, last = 0, time.thread_time()
-    while last - start < ORPHAN_CPU:
-        for _ in range(1000): n += 1  # BURN
-        last = progress("cancelled_left", last)
-    return n
+    return burn_left("cancelled_left", start)
+
+
+def orphaned(fn, left):
+    """One call of an orphan function fn (burn_orphan, burn_cancelled): burns until its
+    task lets go of it (orphan-owner's wait_for times out, cancel-victim's await is
+    cancelled), then the rest in left (orphan_left, cancelled_left); gives up waiting
+    after STUCK seconds. Counts which happened; sets fn's events."""
+    start = _work.begin(fn)
+    began[fn].set()
+    try:
+        n, deadline = 0, time.monotonic() + STUCK
+        while not let_go[fn].is_set():  # its task still awaits it
+            if time.monotonic() > deadline:
+                break
+            for _ in range(1000): n += 1  # BURN
+        if let_go[fn].is_set():
+            with _work.lock:
+                _work.calls[left.__name__] += 1
+                _work.tids[left.__name__].add(_wl.native_id())
+                orphans[fn]["abandoned"] += 1
+            n += left(start)
+        else:
+            with _work.lock:
+                orphans[fn]["stuck"] += 1
+        _work.account(fn, start)
+        return n
+    finally:
+        returned[fn].set()
 
 
 def burn_orphan():
-    start = begin("burn_orphan")
-    began["burn_orphan"].set()
-    try:
-        n, deadline = 0, time.monotonic() + STUCK
-        while not let_go["burn_orphan"].is_set():  # orphan-owner still waits (wait_for)
-            if time.monotonic() > deadline:
-                break
-            for _ in range(1000): n += 1  # BURN
-        if let_go["burn_orphan"].is_set():
-            with lock:
-                calls["orphan_left"] += 1
-                tids["orphan_left"].add(_wl.native_id())
-                orphans["burn_orphan"]["abandoned"] += 1
-            n += orphan_left(start)
-        else:
-            with lock:
-                orphans["burn_orphan"]["stuck"] += 1
-        account("burn_orphan", start)
-        return n
-    finally:
-        returned["burn_orphan"].set()
+    return orphaned("burn_orphan", orphan_left)
 
 
 def burn_cancelled():
-    start = begin("burn_cancelled")
-    began["burn_cancelled"].set()
-    try:
-        n, deadline = 0, time.monotonic() + STUCK
-        while not let_go["burn_cancelled"].is_set():  # cancel-victim still awaits it
-            if time.monotonic() > deadline:
-                break
-            for _ in range(1000): n += 1  # BURN
-        if let_go["burn_cancelled"].is_set():
-            with lock:
-                calls["cancelled_left"] += 1
-                tids["cancelled_left"].add(_wl.native_id())
-                orphans["burn_cancelled"]["abandoned"] += 1
-            n += cancelled_left(start)
-        else:
-            with lock:
-                orphans["burn_cancelled"]["stuck"] += 1
-        account("burn_cancelled", start)
-        return n
-    finally:
-        returned["burn_cancelled"].set()
+    return orphaned("burn_cancelled", cancelled_left)
 
 
 def plain_submitter():
@@ -281,10 +227,6 @@ def plain_submitter():
         fut.result()
 
 
-async def pause():
-    await asyncio.sleep(random.uniform(0, JITTER))
-
-
 async def offload_default():
     submitted("burn_default")
     return await asyncio.get_running_loop().run_in_executor(None, burn_default)
@@ -293,7 +235,7 @@ async def offload_default():
 async def handler_default():
     while True:
         await offload_default()
-        await pause()
+        await _work.pause(JITTER)
 
 
 async def offload_own():
@@ -304,7 +246,7 @@ async def offload_own():
 async def handler_own():
     while True:
         await offload_own()
-        await pause()
+        await _work.pause(JITTER)
 
 
 async def offload_to_thread():
@@ -315,7 +257,7 @@ async def offload_to_thread():
 async def handler_to_thread():
     while True:
         await offload_to_thread()
-        await pause()
+        await _work.pause(JITTER)
 
 
 async def churn_task(k):
@@ -352,7 +294,7 @@ async def handler_orphan():
         deadline = time.monotonic() + NEVER_RAN
         while not returned["burn_orphan"].is_set():
             if not began["burn_orphan"].is_set() and time.monotonic() > deadline:
-                with lock:
+                with _work.lock:
                     orphans["burn_orphan"]["never_ran"] += 1
                 break
             await asyncio.sleep(0.01)
@@ -386,19 +328,19 @@ async def canceller(victim):
         victim.cancel()
 
 
+def more():
+    """pool_work.py's part of a snapshot, under the lock: submitters and orphans."""
+    return dict(submitters={fn: sorted(s) for fn, s in submitters.items()},
+                orphans={fn: dict(o) for fn, o in orphans.items()})
+
+
 def snapshot():
-    with lock:
-        return dict(cpu=dict(cpu), calls=dict(calls),
-                    tids={fn: sorted(t) for fn, t in tids.items()},
-                    names={str(t): n for t, n in names.items()},
-                    submitters={fn: sorted(s) for fn, s in submitters.items()},
-                    orphans={fn: dict(o) for fn, o in orphans.items()})
+    return _work.snapshot(more)
 
 
-def answer():
-    """Answers each line of stdin with a snapshot, until stdin closes."""
-    for _ in sys.stdin:
-        print(json.dumps(dict(now=snapshot())), flush=True)
+def started():
+    """Whether every function but the orphans' left parts has begun a call."""
+    return all(n for fn, n in _work.calls.items() if not fn.endswith("_left"))
 
 
 async def main():
@@ -412,22 +354,8 @@ async def main():
     tasks.append(loop.create_task(handler_orphan(), name="orphan-owner"))
     victim = loop.create_task(handler_cancelled(), name="cancel-victim")
     tasks += [victim, loop.create_task(canceller(victim), name="canceller")]
-    tasks.append(loop.create_task(announce(), name="announce"))
+    tasks.append(loop.create_task(_work.announce(started, snapshot), name="announce"))
     await asyncio.gather(*tasks)
-
-
-async def announce():
-    """READY once every function has begun a call (all threads are up)."""
-    deadline = time.monotonic() + 60
-    while True:
-        with lock:
-            if all(n for fn, n in calls.items() if not fn.endswith("_left")):
-                break
-        if time.monotonic() > deadline:
-            raise SystemExit("not every function ran within 60 s: %s" % snapshot())
-        await asyncio.sleep(0.01)
-    threading.Thread(target=answer, name="answer", daemon=True).start()
-    _wl.ready()
 
 
 if __name__ == "__main__":

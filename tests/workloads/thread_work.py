@@ -22,14 +22,12 @@ An interpreter without anyio of its own takes it from the directory given as arg
 (Debian's pure-Python anyio, sniffio and idna; see test_thread_work.py), if any.
 """
 import asyncio
-import json
 import os
-import random
 import sys
 import threading
-import time
 
 import _wl
+import _work
 
 try:  # before any thread burns: an import under GIL contention crawls
     try:
@@ -55,74 +53,31 @@ TASKS = [("req-alpha", "burn_alpha", ["handler_alpha", "offload_alpha"]),
          ("req-gamma", "burn_gamma", ["handler_gamma", "offload_gamma"])]
 FUNCS = [fn for _, fn, _ in TASKS] + ["burn_plain"]
 
-lock = threading.Lock()
-cpu = {fn: 0.0 for fn in FUNCS}
-calls = {fn: 0 for fn in FUNCS}
-tids = {fn: set() for fn in FUNCS}
-names = {}
+_work.track(FUNCS)
 
 
-def begin(fn):
-    """A burn function's first step: notes its thread; returns its start CPU time."""
-    tid = _wl.native_id()
-    with lock:
-        calls[fn] += 1
-        tids[fn].add(tid)
-        names[tid] = threading.current_thread().name
-    return time.thread_time()
-
-
-def account(fn, start):
-    with lock:
-        cpu[fn] += time.thread_time() - start
-
-
-# each function its own loop, so that its frame is the sample's leaf
+# each function its own frame, right above the shared burn loop
 
 def burn_alpha():
-    start = begin("burn_alpha")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_alpha", start)
-    return n
+    return _work.burn("burn_alpha", CALL_CPU)
 
 
 def burn_beta():
-    start = begin("burn_beta")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_beta", start)
-    return n
+    return _work.burn("burn_beta", CALL_CPU)
 
 
 def burn_gamma():
-    start = begin("burn_gamma")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_gamma", start)
-    return n
+    return _work.burn("burn_gamma", CALL_CPU)
 
 
 def burn_plain():
     """The plain thread's: burns CALL_CPU like the others, called again and again."""
-    start = begin("burn_plain")
-    n = 0
-    while time.thread_time() - start < CALL_CPU:
-        for _ in range(1000): n += 1  # BURN
-    account("burn_plain", start)
-    return n
+    return _work.burn("burn_plain", CALL_CPU)
 
 
 def plain_thread():
     while True:
         burn_plain()
-
-
-async def pause():
-    await asyncio.sleep(random.uniform(0, JITTER))
 
 
 async def offload_alpha():
@@ -132,7 +87,7 @@ async def offload_alpha():
 async def handler_alpha():
     while True:
         await offload_alpha()
-        await pause()
+        await _work.pause(JITTER)
 
 
 async def offload_beta():
@@ -142,7 +97,7 @@ async def offload_beta():
 async def handler_beta():
     while True:
         await offload_beta()
-        await pause()
+        await _work.pause(JITTER)
 
 
 async def offload_gamma():
@@ -152,20 +107,7 @@ async def offload_gamma():
 async def handler_gamma():
     while True:
         await offload_gamma()
-        await pause()
-
-
-def snapshot():
-    with lock:
-        return dict(cpu=dict(cpu), calls=dict(calls),
-                    tids={fn: sorted(t) for fn, t in tids.items()},
-                    names={str(t): n for t, n in names.items()})
-
-
-def answer():
-    """Answers each line of stdin with a snapshot, until stdin closes."""
-    for _ in sys.stdin:
-        print(json.dumps(dict(now=snapshot())), flush=True)
+        await _work.pause(JITTER)
 
 
 async def main():
@@ -174,22 +116,9 @@ async def main():
                 "req-gamma": handler_gamma}
     tasks = [asyncio.get_running_loop().create_task(handlers[name](), name=name)
              for name, _, _ in TASKS]
-    ready = asyncio.get_running_loop().create_task(announce(), name="announce")
+    ready = asyncio.get_running_loop().create_task(
+        _work.announce(lambda: all(_work.calls.values()), _work.snapshot), name="announce")
     await asyncio.gather(*tasks, ready)
-
-
-async def announce():
-    """READY once every function has begun a call (all threads are up)."""
-    deadline = time.monotonic() + 60
-    while True:
-        with lock:
-            if all(calls.values()):
-                break
-        if time.monotonic() > deadline:
-            raise SystemExit("not every function ran within 60 s: %s" % snapshot())
-        await asyncio.sleep(0.01)
-    threading.Thread(target=answer, name="answer", daemon=True).start()
-    _wl.ready()
 
 
 if __name__ == "__main__":

@@ -107,6 +107,7 @@ def submitted(fn):
     """Notes who submits fn: the current task's name (or the thread's, outside a loop)."""
     try:
         who = asyncio.current_task().get_name()
+        _work.owned_by(fn)
     except RuntimeError:
         who = "thread " + threading.current_thread().name
     with _work.lock:

@@ -81,6 +81,7 @@ def plain_thread():
 
 
 async def offload_alpha():
+    _work.owned_by("burn_alpha")
     return await anyio.to_thread.run_sync(burn_alpha)
 
 
@@ -91,6 +92,7 @@ async def handler_alpha():
 
 
 async def offload_beta():
+    _work.owned_by("burn_beta")
     return await anyio.to_thread.run_sync(burn_beta)
 
 
@@ -101,6 +103,7 @@ async def handler_beta():
 
 
 async def offload_gamma():
+    _work.owned_by("burn_gamma")
     return await anyio.to_thread.run_sync(burn_gamma)
 
 

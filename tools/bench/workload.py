@@ -11,7 +11,7 @@ coroutines that awaits `asyncio.to_thread(fn)` (`loop.run_in_executor(None, fn)`
 3.9); "thread": fn run `requests` times by one plain thread while the loop waits idle
 for it. fn recurses `depth` calls deep and burns `work` rounds there;
 both modes give the worker the same number of Python frames (threading's, two of the
-pool's or two stand-ins for them, fn's).
+pool's or two stand-ins for them, fn's), and both run one item in a pool before READY.
 Prints READY, waits for a line on stdin, runs, and prints one JSON line:
 {"result": ..., "expected": ..., "wall": seconds, "cpu": seconds}.
 """
@@ -121,6 +121,10 @@ if __name__ == "__main__":
     depth = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     mode = sys.argv[4] if len(sys.argv) > 4 else "asyncio"
     run = {"asyncio": main, "linked": linked, "thread": unlinked}[mode]
+    if mode != "asyncio":
+        # a pool that has run an item, as in a process that has been up a while: the
+        # recorder finds the pool's code and its item's attributes at its first snapshot
+        asyncio.run(await_work(0, int))
     print("READY", flush=True)
     sys.stdin.readline()
     wall, cpu0 = time.perf_counter(), time.process_time()

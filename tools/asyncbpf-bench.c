@@ -187,10 +187,27 @@ static struct bench_summary tw_share(const struct opts *o, int m)
 	return bench_summarize(v, o->reps);
 }
 
+/* linked less thread in each repetition (the two ran one after the other), over them */
+static struct bench_summary tw_paired(const struct opts *o, size_t off)
+{
+	double v[MAX_REPS];
+
+	for (int i = 0; i < o->reps; i++) {
+		const struct bench_result *l = &o->tw[0][i], *t = &o->tw[1][i];
+
+		v[i] = l->ok && t->ok ? *(const double *)((const char *)l + off) -
+						*(const double *)((const char *)t + off)
+				      : NAN;
+	}
+	return bench_summarize(v, o->reps);
+}
+
 /* Thread work: each mode's cost per sample, and the difference, the link's cost. */
 static void write_threadwork(const struct opts *o, FILE *md, FILE *csv)
 {
-	struct bench_summary cost[NTW], mean[NTW], reads[NTW], bytes[NTW];
+	struct bench_summary cost[NTW], mean[NTW], reads[NTW], bytes[NTW],
+		dcost = tw_paired(o, offsetof(struct bench_result, cost_ns)),
+		dmean = tw_paired(o, offsetof(struct bench_result, mean_ns));
 
 	fprintf(md,
 		"\nThread work (bpf @ %d Hz, creation probe on, %d repetitions interleaved): "
@@ -198,8 +215,9 @@ static void write_threadwork(const struct opts *o, FILE *md, FILE *csv)
 		"4 coroutines, the worker's samples drawn under the task; `thread`: the same fn in "
 		"a plain thread, the loop idle, nothing to link. fn is %d calls deep, the worker "
 		"the same number of Python frames in both. The link's cost is linked less thread "
-		"(medians of the repetitions' medians; the means are exact, the medians are "
-		"histogram buckets a quarter octave wide):\n\n"
+		"in each repetition (the two ran back to back), median (min-max) over the "
+		"repetitions; the means are exact, the medians histogram buckets a quarter "
+		"octave wide:\n\n"
 		"| run | n | cost/sample µs, median (min-max) | mean µs | reads/sample (bytes) | "
 		"python samples | linked (share) |\n|---|---|---|---|---|---|---|\n",
 		TW_FREQ, o->reps, TW_DEPTH);
@@ -230,15 +248,19 @@ static void write_threadwork(const struct opts *o, FILE *md, FILE *csv)
 			TW_SUMMARY(o, m, p90_ns).med, cost[m].med, TW_SUMMARY(o, m, p90_ns).med,
 			linked.med, share.med);
 	}
-	fprintf(md, "| link's cost (linked - thread) | | %.1f | %.1f | %+.1f (%+.0f) | | |\n",
-		(cost[0].med - cost[1].med) / 1e3, (mean[0].med - mean[1].med) / 1e3,
+	fprintf(md,
+		"| link's cost (linked - thread) | %d | %.1f (%.1f-%.1f) | %.1f | "
+		"%+.1f (%+.0f) | | |\n",
+		dcost.n, dcost.med / 1e3, dcost.min / 1e3, dcost.max / 1e3, dmean.med / 1e3,
 		reads[0].med - reads[1].med, bytes[0].med - bytes[1].med);
+	fprintf(md, "\nThe difference of the two medians above: %.1f µs (of the means: %.1f µs).\n",
+		(cost[0].med - cost[1].med) / 1e3, (mean[0].med - mean[1].med) / 1e3);
+	/* cost_ns: the repetitions' differences, median (min-max) */
 	fprintf(csv,
-		"thread work link cost @ %d Hz,bpf,%d,%d,nan,nan,nan,nan,nan,nan,%.0f,nan,nan,nan,"
-		"nan,nan,nan,nan,nan,nan,%.1f,%.0f,nan,nan,nan,0,%.0f,nan,nan,nan\n",
-		TW_FREQ, TW_FREQ, cost[0].n < cost[1].n ? cost[0].n : cost[1].n,
-		cost[0].med - cost[1].med, reads[0].med - reads[1].med, bytes[0].med - bytes[1].med,
-		cost[0].med - cost[1].med);
+		"thread work link cost @ %d Hz,bpf,%d,%d,nan,nan,nan,nan,nan,nan,%.0f,%.0f,%.0f,"
+		"nan,nan,nan,nan,nan,nan,nan,%.1f,%.0f,nan,nan,nan,0,%.0f,nan,nan,nan\n",
+		TW_FREQ, TW_FREQ, dcost.n, dcost.med, dcost.min, dcost.max,
+		reads[0].med - reads[1].med, bytes[0].med - bytes[1].med, dcost.med);
 }
 
 static const char *cname(const struct config *c, char *buf, size_t len)

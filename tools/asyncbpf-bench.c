@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* asyncbpf-bench: the three readers (bpf, memcpy, vmreadv) on one asyncio workload,
- * against no profiler, at two rates, in interleaved repetitions. Prints a Markdown table
- * and writes it with a CSV and a plot of cost per sample against stack depth. */
+ * against no profiler, at two rates, in interleaved repetitions, and what linking a pool
+ * worker's sample to its task adds to BPF's. Prints a Markdown table and writes it with a
+ * CSV and a plot of cost per sample against stack depth. */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -48,20 +49,33 @@ static const unsigned int freqs[NFREQS] = { 99, 999 };
 
 static const char *const modes[NMODES] = { "cpu", "wall" };
 
+/* thread work: the workload's modes (workload.py): a pool worker's items awaited by tasks
+ * (its samples linked to them), and the same function in a plain thread (no link); bpf
+ * at TW_FREQ with the creation probe, which makes each new task known at once */
+#define NTW	 2
+#define TW_FREQ	 999
+#define TW_DEPTH 30	/* fn's Python calls above its burn loop */
+#define TW_WORK	 100000 /* its rounds: about 5 ms of CPU on this machine */
+static const char *const tw_modes[NTW] = { "linked", "thread" };
+
 static const char usage[] =
 	"usage: asyncbpf-bench [--quick] [--reps N] [--python PATH] [--out DIR]\n"
 	"                      [--workload FILE]\n"
 	"\n"
 	"Runs the bundled asyncio workload with no profiler and under each reader (bpf,\n"
 	"memcpy, vmreadv, and bpf with --native) at 99 and 999 Hz, repetitions interleaved,\n"
-	"then the recorder's start-up in CPU and wall mode, then a depth sweep at\n"
-	"999 Hz. Writes DIR/readers.md, readers.csv, depth.csv and depth.svg (default DIR:\n"
-	"bench-out). Needs root. --quick: 2 repetitions of a small workload (under 2 min).\n"
+	"then a pool worker's samples linked to the task awaiting its item against the\n"
+	"same work in a plain thread (bpf, 999 Hz), then the recorder's start-up in CPU\n"
+	"and wall mode, then a depth sweep at 999 Hz. Writes DIR/readers.md, readers.csv,\n"
+	"depth.csv and depth.svg (default DIR: bench-out). Needs root. --quick:\n"
+	"2 repetitions of a small workload (under 2 min).\n"
 	"See asyncbpf-bench(8).\n";
 
 struct opts {
 	double signal_ns[MAX_REPS]; /* a profiling signal's cost, measured at each repetition */
-	double startup_s[NMODES][STARTUPS]; /* the recorder's CPU before its first sample */
+	double startup_s[NMODES][STARTUPS];    /* the recorder's CPU before its first sample */
+	struct bench_result tw[NTW][MAX_REPS]; /* thread work, each repetition */
+	int tw_requests;		       /* fn calls per run */
 	bool quick;
 	int reps;
 	const char *python, *out, *workload;
@@ -146,17 +160,108 @@ static void add_run_profile(struct config *c, int half, const char *path)
 
 /* --- output -------------------------------------------------------------------------- */
 
-/* A field of the configuration's runs that succeeded. */
-static struct bench_summary summary_of(const struct config *c, size_t off)
+/* A field of the runs that succeeded. */
+static struct bench_summary runs_summary(const struct bench_result *runs, int n, size_t off)
 {
 	double v[MAX_REPS];
 
-	for (int i = 0; i < c->nruns; i++)
-		v[i] = c->runs[i].ok ? *(const double *)((const char *)&c->runs[i] + off) : NAN;
-	return bench_summarize(v, c->nruns);
+	for (int i = 0; i < n; i++)
+		v[i] = runs[i].ok ? *(const double *)((const char *)&runs[i] + off) : NAN;
+	return bench_summarize(v, n);
 }
 
-#define SUMMARY(c, field) summary_of(c, offsetof(struct bench_result, field))
+#define SUMMARY(c, field) runs_summary((c)->runs, (c)->nruns, offsetof(struct bench_result, field))
+#define TW_SUMMARY(o, m, field)                                                                    \
+	runs_summary((o)->tw[m], (o)->reps, offsetof(struct bench_result, field))
+
+/* The share of a thread work run's Python samples linked to a task, over the runs. */
+static struct bench_summary tw_share(const struct opts *o, int m)
+{
+	double v[MAX_REPS];
+
+	for (int i = 0; i < o->reps; i++) {
+		const struct bench_result *x = &o->tw[m][i];
+
+		v[i] = x->ok && x->taken > 0 ? x->work_linked / x->taken : NAN;
+	}
+	return bench_summarize(v, o->reps);
+}
+
+/* linked less thread in each repetition (the two ran one after the other), over them */
+static struct bench_summary tw_paired(const struct opts *o, size_t off)
+{
+	double v[MAX_REPS];
+
+	for (int i = 0; i < o->reps; i++) {
+		const struct bench_result *l = &o->tw[0][i], *t = &o->tw[1][i];
+
+		v[i] = l->ok && t->ok ? *(const double *)((const char *)l + off) -
+						*(const double *)((const char *)t + off)
+				      : NAN;
+	}
+	return bench_summarize(v, o->reps);
+}
+
+/* Thread work: each mode's cost per sample, and the difference, the link's cost. */
+static void write_threadwork(const struct opts *o, FILE *md, FILE *csv)
+{
+	struct bench_summary cost[NTW], mean[NTW], reads[NTW], bytes[NTW],
+		dcost = tw_paired(o, offsetof(struct bench_result, cost_ns)),
+		dmean = tw_paired(o, offsetof(struct bench_result, mean_ns));
+
+	fprintf(md,
+		"\nThread work (bpf @ %d Hz, creation probe on, %d repetitions interleaved): "
+		"`linked`: tasks one after another, each awaiting `asyncio.to_thread(fn)` through "
+		"4 coroutines, the worker's samples drawn under the task; `thread`: the same fn in "
+		"a plain thread, the loop idle, nothing to link. fn is %d calls deep, the worker "
+		"the same number of Python frames in both. The link's cost is linked less thread "
+		"in each repetition (the two ran back to back), median (min-max) over the "
+		"repetitions; the means are exact, the medians histogram buckets a quarter "
+		"octave wide:\n\n"
+		"| run | n | cost/sample µs, median (min-max) | mean µs | reads/sample (bytes) | "
+		"python samples | linked (share) |\n|---|---|---|---|---|---|---|\n",
+		TW_FREQ, o->reps, TW_DEPTH);
+	for (int m = 0; m < NTW; m++) {
+		struct bench_summary w = TW_SUMMARY(o, m, wall), taken = TW_SUMMARY(o, m, taken),
+				     linked = TW_SUMMARY(o, m, work_linked), share = tw_share(o, m);
+
+		cost[m] = TW_SUMMARY(o, m, cost_ns);
+		mean[m] = TW_SUMMARY(o, m, mean_ns);
+		reads[m] = TW_SUMMARY(o, m, reads);
+		bytes[m] = TW_SUMMARY(o, m, read_bytes);
+		fprintf(md,
+			"| %s | %d | %.1f (%.1f-%.1f) | %.1f | %.1f (%.0f) | %.0f | %.0f (%.2f) "
+			"|\n",
+			tw_modes[m], cost[m].n, cost[m].med / 1e3, cost[m].min / 1e3,
+			cost[m].max / 1e3, mean[m].med / 1e3, reads[m].med, bytes[m].med, taken.med,
+			linked.med, share.med);
+		/* the readers' columns where they apply */
+		fprintf(csv,
+			"thread work %s @ %d "
+			"Hz,bpf,%d,%d,%.4f,%.4f,%.4f,nan,%.4f,nan,%.0f,%.0f,%.0f,"
+			"nan,%.4f,%.0f,%.0f,%.0f,nan,nan,%.1f,%.0f,nan,nan,%.0f,0,%.0f,%.0f,%.0f,"
+			"%.4f\n",
+			tw_modes[m], TW_FREQ, TW_FREQ, w.n, w.med, w.min, w.max,
+			TW_SUMMARY(o, m, cpu).med, cost[m].med, cost[m].min, cost[m].max,
+			TW_SUMMARY(o, m, prof_cpu).med, taken.mean, TW_SUMMARY(o, m, recorded).mean,
+			TW_SUMMARY(o, m, lost).mean, reads[m].med, bytes[m].med,
+			TW_SUMMARY(o, m, p90_ns).med, cost[m].med, TW_SUMMARY(o, m, p90_ns).med,
+			linked.med, share.med);
+	}
+	fprintf(md,
+		"| link's cost (linked - thread) | %d | %.1f (%.1f-%.1f) | %.1f | "
+		"%+.1f (%+.0f) | | |\n",
+		dcost.n, dcost.med / 1e3, dcost.min / 1e3, dcost.max / 1e3, dmean.med / 1e3,
+		reads[0].med - reads[1].med, bytes[0].med - bytes[1].med);
+	fprintf(md, "\nThe difference of the two medians above: %.1f µs (of the means: %.1f µs).\n",
+		(cost[0].med - cost[1].med) / 1e3, (mean[0].med - mean[1].med) / 1e3);
+	/* cost_ns: the repetitions' differences, median (min-max) */
+	fprintf(csv,
+		"thread work link cost @ %d Hz,bpf,%d,%d,nan,nan,nan,nan,nan,nan,%.0f,%.0f,%.0f,"
+		"nan,nan,nan,nan,nan,nan,nan,%.1f,%.0f,nan,nan,nan,0,%.0f,nan,nan,nan\n",
+		TW_FREQ, TW_FREQ, dcost.n, dcost.med, dcost.min, dcost.max,
+		reads[0].med - reads[1].med, bytes[0].med - bytes[1].med, dcost.med);
+}
 
 static const char *cname(const struct config *c, char *buf, size_t len)
 {
@@ -253,7 +358,7 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 		     "profiler_cpu_s,taken,"
 		     "recorded,lost,overlap_bpf,overlap_self,reads_per_sample,bytes_per_sample,"
 		     "native_stack_bytes,unwind_ns,p90_ns_med,signal_ns,whole_ns_med,"
-		     "whole_p90_ns_med\n");
+		     "whole_p90_ns_med,work_linked,linked_share\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
 		    "cost/sample µs, median (min-max) | mean | reads/sample (bytes) | "
 		    "native stack copy, unwind per sample | "
@@ -296,7 +401,7 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 				b ? ovl : 1.0, self);
 		fprintf(csv,
 			"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
-			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
+			"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,nan\n",
 			name, c->reader < 0 ? "none" : readers[c->reader], c->freq, w.n, w.med,
 			w.min, w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min,
 			cost.max, tcpu * 1e3, pc.med, SUMMARY(c, taken).mean,
@@ -305,9 +410,10 @@ static void write_outputs(const struct opts *o, struct config *cfg,
 			SUMMARY(c, native_bytes).med, SUMMARY(c, unwind_ns).med,
 			SUMMARY(c, p90_ns).med, extra_ns(c, &sig),
 			SUMMARY(c, cost_ns).med + extra_ns(c, &sig),
-			SUMMARY(c, p90_ns).med + extra_ns(c, &sig));
+			SUMMARY(c, p90_ns).med + extra_ns(c, &sig), SUMMARY(c, work_linked).med);
 	}
 	write_costs(md, cfg, &sig);
+	write_threadwork(o, md, csv);
 	fprintf(md,
 		"\nPairwise overlap of the readers' profiles (all runs at a rate together):\n\n");
 	fprintf(md, "| Hz | bpf-memcpy | bpf-vmreadv | memcpy-vmreadv |\n|---|---|---|---|\n");
@@ -486,6 +592,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	if (!o->reps)
 		o->reps = o->quick ? 2 : 5;
 	o->requests = o->quick ? 24 : 120;
+	o->tw_requests = o->quick ? 60 : 200;
 	o->work = 3000;
 }
 
@@ -552,6 +659,33 @@ int main(int argc, char **argv)
 				rep + 1, cname(c, name, sizeof(name)), x->wall, x->cost_ns);
 		}
 	}
+	/* thread work, interleaved as well: linked first on even repetitions */
+	for (int rep = 0; rep < o.reps; rep++)
+		for (int k = 0; k < NTW; k++) {
+			int m = (k + rep) % NTW;
+			struct bench_workload w = { .python = o.python,
+						    .script = o.script,
+						    .requests = o.tw_requests,
+						    .work = TW_WORK,
+						    .depth = TW_DEPTH,
+						    .mode = tw_modes[m] };
+			struct bench_recorder rec = { .path = o.record,
+						      .reader = "bpf",
+						      .freq = TW_FREQ,
+						      .output = o.profile,
+						      .stats = o.stats,
+						      .origins = 1 };
+			struct bench_result *x = &o.tw[m][rep];
+
+			*x = bench_run("asyncbpf-bench", &w, &rec);
+			if (!x->ok)
+				failed++;
+			fprintf(stderr,
+				"asyncbpf-bench: rep %d thread work %-6s wall %.3f s cost %.0f ns "
+				"(mean %.0f), %.0f of %.0f samples linked\n",
+				rep + 1, tw_modes[m], x->wall, x->cost_ns, x->mean_ns,
+				x->work_linked, x->taken);
+		}
 	for (int m = 0; m < NMODES; m++) {
 		struct bench_workload w = { .python = o.python,
 					    .script = o.script,

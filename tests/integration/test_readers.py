@@ -268,7 +268,8 @@ def test_memcpy_real_fault_reaches_target(built, tmp, segv_lib, churn, case):
 
 
 def test_bench_quick(built, tmp, churn):
-    """asyncbpf-bench --quick runs and writes its table, CSV and plot."""
+    """asyncbpf-bench --quick runs and writes its table, CSV and plot, thread work's
+    included."""
     py = pick((3, 11))
     out = os.path.join(tmp, "bench")
     r = subprocess.run([BENCH, "--quick", "--python", py.path, "--out", out],
@@ -278,10 +279,12 @@ def test_bench_quick(built, tmp, churn):
     assert r.returncode == 0, r.stderr[-3000:]
     with open(os.path.join(out, "readers.csv")) as f:
         rows = f.read().splitlines()
-    assert len(rows) == 10, rows
+    assert len(rows) == 13, rows
     for reader in READERS + ["bpf --native"]:
         for hz in (99, 999):
             assert any(row.startswith("%s @ %d Hz," % (reader, hz)) for row in rows), rows
+    for run in ("linked", "thread", "link cost"):
+        assert any(row.startswith("thread work %s @ 999 Hz,bpf," % run) for row in rows), rows
     # the --native rows measure the stack copy and the unwinding, the others do not
     head = rows[0].split(",")
     for row in rows[1:]:
@@ -295,6 +298,15 @@ def test_bench_quick(built, tmp, churn):
         if v["reader"] == "none":
             assert math.isnan(own) and math.isnan(whole) and math.isnan(sig), row
             continue
+        # thread work: most of the pool worker's samples are linked to the task awaiting
+        # its item, none of the plain thread's; the difference row has no p90
+        if v["config"].startswith("thread work linked"):
+            assert float(v["linked_share"]) > 0.5, row
+        elif v["config"].startswith("thread work thread"):
+            assert float(v["linked_share"]) == 0, row
+        if v["config"].startswith("thread work link cost"):
+            assert not math.isnan(own) and whole == own, row
+            continue
         assert float(v["p90_ns_med"]) >= own, row
         if v["reader"] == "memcpy":
             assert sig > 0 and abs(whole - own - sig) <= 1, row  # each rounded to 1 ns
@@ -303,6 +315,7 @@ def test_bench_quick(built, tmp, churn):
     with open(os.path.join(out, "depth.svg")) as f:
         assert "<polyline" in f.read()
     assert "| none |" in r.stdout
+    assert "| link's cost (linked - thread) | 2 |" in r.stdout, r.stdout
     # start-up: every start in each mode gave its figure
     for mode in ("cpu", "wall"):
         m = re.search(r"^\| %s \| (\d+) \| ([\d.]+) \(([\d.]+)-([\d.]+)\) \|$" % mode,

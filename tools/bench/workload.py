@@ -4,19 +4,29 @@ Requests run in batches; each is a gather of branches, each branch a gather (or,
 3.11+, a TaskGroup for every other branch) of leaf tasks, each leaf a chain of 30-60
 awaiting coroutines whose innermost alternates CPU work and `await sleep(0)`.
 
-argv: requests work [depth]. depth fixes every chain's depth (for cost against depth).
+argv: requests work [depth [mode]]. depth fixes every chain's depth (for cost against
+depth). mode (thread work, for the cost of linking a pool worker's sample to its task):
+"linked": `requests` tasks one after another, each a chain of AWAIT_DEPTH + 1
+coroutines that awaits `asyncio.to_thread(fn)` (`loop.run_in_executor(None, fn)` before
+3.9); "thread": fn run `requests` times by one plain thread while the loop waits idle
+for it. fn recurses `depth` calls deep and burns `work` rounds there;
+both modes give the worker the same number of Python frames (threading's, two of the
+pool's or two stand-ins for them, fn's), and both run one item in a pool before READY.
 Prints READY, waits for a line on stdin, runs, and prints one JSON line:
 {"result": ..., "expected": ..., "wall": seconds, "cpu": seconds}.
 """
 import asyncio
+import functools
 import json
 import sys
+import threading
 import time
 
 ROUNDS = 3
 BRANCHES = 4
 FANOUT = 3
 BATCH = 8
+AWAIT_DEPTH = 3  # thread work: the awaiting task's coroutines above its await
 
 
 def cpu(n):
@@ -62,14 +72,67 @@ async def main(requests, work, depth):
     return total
 
 
+def burn(d, work):
+    if d > 0:
+        return burn(d - 1, work)
+    return cpu(work)
+
+
+async def await_work(d, fn):
+    if d > 0:
+        return await await_work(d - 1, fn)
+    if hasattr(asyncio, "to_thread"):
+        return await asyncio.to_thread(fn)
+    return await asyncio.get_running_loop().run_in_executor(None, fn)
+
+
+async def linked(requests, work, depth):
+    fn = functools.partial(burn, depth, work)
+    total = 0
+    for _ in range(requests):
+        total += await asyncio.create_task(await_work(AWAIT_DEPTH, fn))
+    return total
+
+
+def item_run(fn):  # stands for concurrent.futures' _WorkItem.run
+    return fn()
+
+
+async def unlinked(requests, work, depth):
+    fn = functools.partial(burn, depth, work)
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def worker():  # stands for concurrent.futures' _worker
+        total = 0
+        for _ in range(requests):
+            total += item_run(fn)
+        loop.call_soon_threadsafe(done.set_result, total)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    total = await done
+    thread.join()
+    return total
+
+
 if __name__ == "__main__":
     requests, work = int(sys.argv[1]), int(sys.argv[2])
     depth = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    mode = sys.argv[4] if len(sys.argv) > 4 else "asyncio"
+    run = {"asyncio": main, "linked": linked, "thread": unlinked}[mode]
+    if mode != "asyncio":
+        # a pool that has run an item, as in a process that has been up a while: the
+        # recorder finds the pool's code and its item's attributes at its first snapshot
+        asyncio.run(await_work(0, int))
     print("READY", flush=True)
     sys.stdin.readline()
     wall, cpu0 = time.perf_counter(), time.process_time()
-    result = asyncio.run(main(requests, work, depth))
+    result = asyncio.run(run(requests, work, depth))
     wall, cpu1 = time.perf_counter() - wall, time.process_time() - cpu0
-    expected = requests * BRANCHES * FANOUT * ROUNDS * cpu(work)
+    if mode == "asyncio":
+        expected = requests * BRANCHES * FANOUT * ROUNDS * cpu(work)
+    else:
+        expected = requests * cpu(work)
     print(json.dumps({"result": result, "expected": expected, "wall": wall, "cpu": cpu1}),
           flush=True)

@@ -183,6 +183,8 @@ static void parse_stats(const char *text, const char *reader, struct bench_resul
 	res->taken = stat_of(text, bpf ? "python samples" : "samples");
 	res->recorded = stat_of(text, "recorded samples");
 	res->lost = stat_of(text, "lost");
+	res->work_linked = stat_of(text, "thread work linked");
+	res->work_unlinked = stat_of(text, "thread work unlinked");
 	res->cost_ns = stat_of(text, "median read time per sample");
 	res->p90_ns = stat_of(text, "p90 read time per sample");
 	res->reads = stat_of(text, "reads per python sample");
@@ -238,7 +240,9 @@ static bool start_workload(const char *prog, const struct bench_workload *w, pid
 			   int *from)
 {
 	char req[16], wk[16], dp[16], line[512];
-	char *targv[] = { (char *)w->python, (char *)w->script, req, wk, dp, NULL };
+	char *targv[] = {
+		(char *)w->python, (char *)w->script, req, wk, dp, (char *)w->mode, NULL
+	};
 	int in[2], out[2];
 
 	snprintf(req, sizeof(req), "%d", w->requests);
@@ -335,19 +339,28 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 				    .reads = NAN,
 				    .read_bytes = NAN,
 				    .native_bytes = NAN,
-				    .unwind_ns = NAN };
+				    .unwind_ns = NAN,
+				    .work_linked = NAN,
+				    .work_unlinked = NAN };
 	int to, from, st, efd = -1;
 	pid_t target, recpid = 0;
 
 	if (!start_workload(prog, w, &target, &to, &from))
 		goto reap;
 	if (rec) {
-		char *rargv[] = { (char *)rec->path, "--reader", (char *)rec->reader, "-p", pidarg,
-				  "-F", fq, "--stats",
-				  /* the creation probe is BPF's alone: all readers get the
-				   * same task maps, from snapshots */
-				  "--no-origins", "-o", (char *)rec->output,
-				  rec->native ? "--native" : NULL, NULL };
+		char *rargv[16] = {
+			(char *)rec->path, "--reader", (char *)rec->reader, "-p", pidarg, "-F", fq,
+			"--stats",	   "-o",       (char *)rec->output
+		};
+		int k = 10;
+
+		/* the creation probe is BPF's alone: unless asked for, all readers get the
+		 * same task maps, from snapshots */
+		if (!rec->origins)
+			rargv[k++] = "--no-origins";
+		if (rec->native)
+			rargv[k++] = "--native";
+		rargv[k] = NULL;
 
 		snprintf(pidarg, sizeof(pidarg), "%d", target);
 		snprintf(fq, sizeof(fq), "%u", rec->freq);

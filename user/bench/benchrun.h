@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* One measured run of a workload, alone or under asyncbpf-record. The workload, run as
- * PYTHON SCRIPT REQUESTS WORK DEPTH, prints READY, waits for a line on stdin, does its
- * work and prints one JSON line: {"result": N, "expected": N, "wall": s, "cpu": s}. The
- * recorder is started on it once it is ready, and the work is released once the recorder
- * samples: start-up is counted against neither. */
+ * PYTHON SCRIPT REQUESTS WORK DEPTH [MODE], prints READY, waits for a line on stdin, does
+ * its work and prints one JSON line: {"result": N, "expected": N, "wall": s, "cpu": s}.
+ * The recorder is started on it once it is ready, and the work is released once the
+ * recorder samples: start-up is counted against neither. */
 #ifndef ASYNCBPF_BENCHRUN_H
 #define ASYNCBPF_BENCHRUN_H
 
@@ -12,6 +12,7 @@
 struct bench_workload {
 	const char *python, *script;
 	int requests, work, depth;
+	const char *mode;    /* its MODE argument; NULL: none */
 	const char *preload; /* its LD_PRELOAD; NULL: none (unset) */
 };
 
@@ -22,6 +23,7 @@ struct bench_recorder {
 	const char *output; /* where it writes its collapsed profile */
 	const char *stats;  /* where its stderr goes, --stats included */
 	int native;	    /* with --native (bpf) */
+	int origins;	    /* with the creation probe: without --no-origins (bpf) */
 };
 
 struct bench_result {
@@ -34,6 +36,8 @@ struct bench_result {
 	double native_bytes;	  /* --native: user stack bytes copied per sample */
 	double unwind_ns;	  /* --native: the recorder's unwind time per native stack */
 	double taken, recorded, lost;
+	double work_linked;   /* pool workers' samples drawn under their task (bpf) */
+	double work_unlinked; /* theirs whose item no task awaited */
 	int ok; /* the work finished with the expected result, the recorder exited 0 */
 };
 

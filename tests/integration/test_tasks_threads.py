@@ -16,7 +16,7 @@ import pytest
 from helpers import INTERPRETERS, Workload, parse_pstree, run_tool, start_all
 
 from test_async_tasks import root_tasks_bin  # noqa: F401
-from test_thread_work import ask
+from workthreads import ask
 
 SNAPSHOTS = 6
 MIN_SHOWN = 4

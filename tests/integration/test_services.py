@@ -338,6 +338,11 @@ def _name_verdict(name, segment, truth, task_coroutines):
         # anyio 4.14+ runs the coroutine its name designates under TaskHandle._run_coro:
         # the group of an automatic module.qualname name is that coroutine's qualname
         return None
+    if nq == "TaskHandle._run_coro" and name in set(truth["auto_names"].values()) and \
+            name not in map(Stack.qualname, segment):
+        # anyio 4's wrapper alone (before or after the function): the group its name was
+        # seen with while the function ran; which task's, a sample cannot tell
+        return None
     if (next_frame is None or Stack.task(next_frame) is not None) and (
             name in task_coroutines or name in set(truth["auto_names"].values())):
         return None  # a task with no frames here (an ended creator): its group name

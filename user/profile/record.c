@@ -21,7 +21,8 @@ int record_init(struct record *r)
 	r->names = tasknames_new();
 	r->sites = tasksites_new();
 	r->threads = pythreads_new();
-	if (!r->prof || !r->syms || !r->names || !r->sites || !r->threads) {
+	r->groups = autogroups_new();
+	if (!r->prof || !r->syms || !r->names || !r->sites || !r->threads || !r->groups) {
 		record_fini(r);
 		return -ENOMEM;
 	}
@@ -35,6 +36,7 @@ void record_fini(struct record *r)
 	tasknames_free(r->names);
 	tasksites_free(r->sites);
 	pythreads_free(r->threads);
+	autogroups_free(r->groups);
 	unwinder_free(r->unw);
 	free(r->targets);
 	memset(r, 0, sizeof(*r));
@@ -183,6 +185,7 @@ static const char *shown_name(struct record *r, struct target *tg, const char *n
 			      const struct frame_rec *const *fr, uint32_t n)
 {
 	size_t len = strlen(name);
+	const char *learned;
 
 	if (r->task_ids)
 		return name;
@@ -196,10 +199,15 @@ static const char *shown_name(struct record *r, struct target *tg, const char *n
 		if (i == 0 && numbered(name))
 			return c->qualname;
 		q = strlen(c->qualname);
-		if (len > q + 1 && name[len - q - 1] == '.' && !strcmp(name + len - q, c->qualname))
+		if (len > q + 1 && name[len - q - 1] == '.' &&
+		    !strcmp(name + len - q, c->qualname)) {
+			autogroups_learn(r->groups, name, c->qualname);
 			return c->qualname;
+		}
 	}
-	return name;
+	/* anyio 4's wrapper before or after the function: the group it was seen with */
+	learned = autogroups_find(r->groups, name);
+	return learned ? learned : name;
 }
 
 /* A task's frame; name is its own ("?" when not known: shown as it is). */
@@ -417,7 +425,8 @@ tasks:
 
 		memcpy(comm, h->comm, TASK_COMM_LEN);
 		comm[TASK_COMM_LEN] = 0;
-		ids[n++] = profile_frame(r->prof, FRAME_WORKER, thread_name(r, tg, h, comm), NULL, 0);
+		ids[n++] =
+			profile_frame(r->prof, FRAME_WORKER, thread_name(r, tg, h, comm), NULL, 0);
 		for (uint32_t i = split; i-- > 0;)
 			ids[n++] = th[i];
 		return n;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "process/container.h"
+#include "profile/autogroups.h"
 #include "profile/profile.h"
 #include "cpython/pyproc.h"
 #include "cpython/pythreads.h"
@@ -40,6 +41,7 @@ struct record {
 	struct tasknames *names;
 	struct tasksites *sites;
 	struct pythreads *threads; /* Python's names of the threads */
+	struct autogroups *groups; /* automatic names' groups, as seen in frames */
 	struct target *targets;
 	size_t ntargets, cap;
 	uint64_t unknown_pid;	 /* samples of a pid no longer (or not yet) tracked */

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "profile/autogroups.h"
+
+/* Direct-mapped: a slot lost to a collision is learned again at the name's next sample
+ * whose frames show its function. */
+#define AUTOGROUPS_SLOTS 1024
+
+struct slot {
+	char *name, *qualname;
+	bool ambiguous;
+};
+
+struct autogroups {
+	struct slot s[AUTOGROUPS_SLOTS];
+};
+
+static struct slot *slot_of(const struct autogroups *g, const char *name)
+{
+	return (struct slot *)&g->s[hash_bytes(name, strlen(name), 0) & (AUTOGROUPS_SLOTS - 1)];
+}
+
+struct autogroups *autogroups_new(void)
+{
+	return calloc(1, sizeof(struct autogroups));
+}
+
+static void slot_clear(struct slot *s)
+{
+	free(s->name);
+	free(s->qualname);
+	*s = (struct slot){ 0 };
+}
+
+void autogroups_free(struct autogroups *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < AUTOGROUPS_SLOTS; i++)
+		slot_clear(&g->s[i]);
+	free(g);
+}
+
+void autogroups_learn(struct autogroups *g, const char *name, const char *qualname)
+{
+	struct slot *s = slot_of(g, name);
+
+	if (s->name && !strcmp(s->name, name)) {
+		/* "a.b.f" is module a.b's f or module a's b.f: never pick one of two */
+		if (strcmp(s->qualname, qualname))
+			s->ambiguous = true;
+		return;
+	}
+	slot_clear(s);
+	s->name = strdup(name);
+	s->qualname = strdup(qualname);
+	if (!s->name || !s->qualname)
+		slot_clear(s);
+}
+
+const char *autogroups_find(const struct autogroups *g, const char *name)
+{
+	const struct slot *s = slot_of(g, name);
+
+	return s->name && !s->ambiguous && !strcmp(s->name, name) ? s->qualname : NULL;
+}

@@ -422,9 +422,10 @@ def test_task_names(run):
         text = "%d of %d samples of pid %d have a wrong <task NAME> (%d task frames in " \
             "all):\n  %s%s" % (total, sum(s.count for s in run.mine), run.truth["pid"],
                                frames_seen, "\n  ".join(lines), run.describe())
-        # Known, open (issue 25): anyio 4's task runs its wrapper (TaskHandle._run_coro)
-        # before and after the function its module.qualname name is of; sampled then, the
-        # function is in no frame and the name is shown whole, not grouped. Only that, rare.
+        # Known (issue 25): anyio 4's task runs its wrapper (TaskHandle._run_coro) before
+        # and after the function its module.qualname name is of; sampled then, the name
+        # takes the group it was seen with, but is shown whole until the first sample that
+        # shows the function. Only that, rare.
         anyio_only = set(by_why) == {AUTO_WHY}
         if anyio_only and total <= KNOWN_SHARE * sum(s.count for s in run.mine):
             pytest.xfail("known: anyio 4 module.qualname names not grouped while its wrapper "

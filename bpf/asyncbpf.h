@@ -291,6 +291,11 @@ enum stat_idx {
 	STAT_NATIVE,	    /* samples with native registers and stack (--native) */
 	STAT_NATIVE_BYTES,  /* their stack copies' bytes */
 	STAT_NAME_COPIES,   /* task names copied into task_names (a name's first sample) */
+	/* STAT_PY_NS by phase: thread-state lookup, frame walk, task walk, output */
+	STAT_NS_TSTATE,
+	STAT_NS_FRAMES,
+	STAT_NS_TASKS,
+	STAT_NS_OUTPUT,
 	STAT_MAX,
 };
 

@@ -75,7 +75,7 @@ struct scratch {
 	/* off the stack, which this program and its loops' frames share (512 bytes on 6.1
 	 * and 5.10, with none to spare): walk_thread's result and the sample's start */
 	bool looked_up;
-	__u64 t0;
+	__u64 t0, t_tstate, t_frames, t_tasks; /* the sample's start, its phases' ends */
 };
 
 /* [0] for samples, [1] for task creation (a uprobe may run under a sample on the CPU) */
@@ -212,6 +212,7 @@ static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_p
 	pw_pages_reset(&rd->pages);
 	sc->looked_up = false;
 	ts = pw_cached_tstate(rd, p, id, BPF_CORE_READ(task, thread.fsbase), &sc->looked_up);
+	sc->t_tstate = bpf_ktime_get_ns();
 	if (sc->looked_up)
 		stat_inc(STAT_TSTATE_LOOKUP);
 	/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
@@ -446,6 +447,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc->proc = *proc;
 	p = &sc->proc;
 	walk_thread(rd, p, id, sc);
+	sc->t_frames = bpf_ktime_get_ns();
 	/* from the scratch, not a local: the bounded loops' frames and this program's share
 	 * 512 bytes of stack on 6.1 and 5.10, with none to spare */
 	if (sc->s.hdr.flags & SAMPLE_NO_TSTATE)
@@ -461,6 +463,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(sc->s.hdr.comm, sizeof(sc->s.hdr.comm));
 	if (pw_walk_tasks(rd, p, pid, &sc->s, &sc->pw))
 		stat_inc(STAT_TASK);
+	sc->t_tasks = bpf_ktime_get_ns();
 	size = offsetof(struct py_sample, frames) +
 	       (sc->s.hdr.nframes + sc->s.hdr.ncoro) * sizeof(struct frame_rec);
 	/* keep clang from folding the bound into n, which the verifier then loses */
@@ -475,7 +478,12 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 		if (bpf_ringbuf_output(&events, &sc->s, size, wake))
 			stat_inc(STAT_LOST);
 	}
-	t0 = bpf_ktime_get_ns() - sc->t0;
+	t0 = bpf_ktime_get_ns();
+	stat_add(STAT_NS_OUTPUT, t0 - sc->t_tasks);
+	stat_add(STAT_NS_TASKS, sc->t_tasks - sc->t_frames);
+	stat_add(STAT_NS_FRAMES, sc->t_frames - sc->t_tstate);
+	stat_add(STAT_NS_TSTATE, sc->t_tstate - sc->t0);
+	t0 -= sc->t0;
 	stat_add(STAT_PY_NS, t0);
 	stat_add(STAT_READS, rd->pages.reads);
 	stat_add(STAT_READ_BYTES, rd->pages.bytes);

@@ -154,6 +154,13 @@ static void print_walk(const struct bpf_reader *br, const struct sampler_stats *
 	if (st->stat[STAT_PYTHON]) {
 		fprintf(f, "walk time per python sample: %llu ns\n",
 			(unsigned long long)(st->stat[STAT_PY_NS] / st->stat[STAT_PYTHON]));
+		fprintf(f,
+			"walk phases per python sample: thread state %llu ns, frames %llu ns, "
+			"tasks %llu ns, output %llu ns\n",
+			(unsigned long long)(st->stat[STAT_NS_TSTATE] / st->stat[STAT_PYTHON]),
+			(unsigned long long)(st->stat[STAT_NS_FRAMES] / st->stat[STAT_PYTHON]),
+			(unsigned long long)(st->stat[STAT_NS_TASKS] / st->stat[STAT_PYTHON]),
+			(unsigned long long)(st->stat[STAT_NS_OUTPUT] / st->stat[STAT_PYTHON]));
 		reader_print_cost(f, st->cost_hist);
 		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
 			(double)st->stat[STAT_READS] / (double)st->stat[STAT_PYTHON],

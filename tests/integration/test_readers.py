@@ -196,6 +196,15 @@ def test_readers_agree(built, tmp, churn):
             t.kill()
     for r, (rc, err) in results.items():
         assert rc == 0, "--reader %s failed: %s" % (r, err)
+    # the BPF walk's phases split its mean: each ran, and they add up (4 rounded means)
+    err = results["bpf"][1]
+    total = re.search(r"^walk time per python sample: (\d+) ns$", err, re.M)
+    phases = re.search(r"^walk phases per python sample: thread state (\d+) ns, frames "
+                       r"(\d+) ns, tasks (\d+) ns, output (\d+) ns$", err, re.M)
+    assert total and phases, "no walk time or phases in --stats:\n" + err
+    parts = [int(x) for x in phases.groups()]
+    assert all(parts) and abs(sum(parts) - int(total.group(1))) <= 4, (
+        "phases %s do not add up to %s ns" % (parts, total.group(1)))
     for name, t in targets.items():
         profs = {r: profile(outs[r], t.pid) for r in READERS}
         for r, p in profs.items():

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "cpython/objread.h"
-#include "cpython/py314.h"
+#include "cpython/aiodebug.h"
 #include "cpython/pyproc.h"
 
 /* frames of a task's coroutine chain kept; the rest are counted up to ATASK_WALK_MAX */
@@ -52,7 +52,7 @@ enum atasks_what {
  * unloaded, and an exec makes a new process). */
 struct atasks_cache {
 	bool has314;
-	struct py314_asyncio aio;
+	struct aiodebug aio;
 };
 
 /* c: NULL for none. */

@@ -29,9 +29,6 @@ ALLOWED_FOLDER_CYCLE_EDGES = {
     # asyncio/ hooks the walker (readers/vmwalk.h) and the sampler's maps
     # (readers/sampler.h), while readers/ consult asyncio's task maps
     ("asyncio", "readers"),
-    # asyncio/snappace.h paces snapshots for a profile/record.h target, while
-    # profile/ names tasks through asyncio/tasknames.h
-    ("asyncio", "profile"),
 }
 ALLOWED_FILE_CYCLE_EDGES = {
     # the generated tables (py_objmodel.c, py_layouts.c) include the table headers,

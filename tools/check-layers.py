@@ -24,10 +24,8 @@ ALLOWED_FOLDER_CYCLE_EDGES = {
     ("process", "cpython"),
     # process/lifecycle.h shares the sampler's maps (readers/sampler.h)
     ("process", "readers"),
-    # cpython/symbolize.c reaches the walker through readers/vmwalk.h
-    ("cpython", "readers"),
-    # asyncio/ hooks the walker (readers/vmwalk.h) and the sampler's maps
-    # (readers/sampler.h), while readers/ consult asyncio's task maps
+    # asyncio/ hooks the sampler's maps (readers/sampler.h), while readers/ consult
+    # asyncio's task maps
     ("asyncio", "readers"),
 }
 ALLOWED_FILE_CYCLE_EDGES = {
@@ -39,9 +37,6 @@ ALLOWED_FILE_CYCLE_EDGES = {
     ("user/recorder/recorder", "user/recorder/recorder_impl"),
     # ship.c includes series.h, which includes ship.h
     ("user/ship/ship", "user/ship/series"),
-    # asyncio/atasks uses the walker (readers/vmwalk.h), which includes
-    # asyncio/taskmaps.h -> tracker.h -> atasks
-    ("user/asyncio/atasks", "user/readers/vmwalk"),
 }
 
 MAY_CALL = re.compile(r"^May call \(checked\):(.*)$")

@@ -11,7 +11,7 @@
 #include "cpython/py_layouts.h"
 #include "readers/sampler.h"
 #include "asyncio/tasknames.h"
-#include "readers/vmwalk.h"
+#include "cpython/vmwalk.h"
 
 #define MAX_SNAPSHOT_TASKS 65536
 #define MAX_CALLBACKS	   64

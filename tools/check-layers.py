@@ -22,11 +22,6 @@ ALLOWED_FOLDER_CYCLE_EDGES = {
     # process/lifecycle and discover examine a process with cpython/pyproc.h, while
     # cpython/ reads its memory, maps and ELF with process/
     ("process", "cpython"),
-    # process/lifecycle.h shares the sampler's maps (readers/sampler.h)
-    ("process", "readers"),
-    # asyncio/ hooks the sampler's maps (readers/sampler.h), while readers/ consult
-    # asyncio's task maps
-    ("asyncio", "readers"),
 }
 ALLOWED_FILE_CYCLE_EDGES = {
     # the generated tables (py_objmodel.c, py_layouts.c) include the table headers,

@@ -9,7 +9,6 @@
 #include "process/procmaps.h"
 #include "cpython/aiodebug.h"
 #include "cpython/py_layouts.h"
-#include "readers/sampler.h"
 #include "asyncio/tasknames.h"
 #include "cpython/vmwalk.h"
 
@@ -454,15 +453,6 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 		*offset = init - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;
-}
-
-int atasks_watch_creations(struct sampler *s, const struct py_target *t)
-{
-	char path[PATH_MAX + 64];
-	uint64_t off;
-	int ret = atasks_task_init(t, path, sizeof(path), &off);
-
-	return ret ? ret : sampler_attach_task_init(s, t->pid, path, off);
 }
 
 int atasks_add_origins(struct atasks *a, const struct py_target *t,

@@ -30,8 +30,6 @@ ALLOWED_FILE_CYCLE_EDGES = {
     ("user/cpython/py_layouts", "user/cpython/py_layouts_table"),
     # recorder.c includes recorder_impl.h, which includes recorder.h
     ("user/recorder/recorder", "user/recorder/recorder_impl"),
-    # ship.c includes series.h, which includes ship.h
-    ("user/ship/ship", "user/ship/series"),
 }
 
 MAY_CALL = re.compile(r"^May call \(checked\):(.*)$")

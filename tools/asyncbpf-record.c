@@ -12,7 +12,7 @@
 #include "profile/profile.h"
 #include "recorder/recorder.h"
 #include "recorder/recorder_cli.h"
-#include "readers/sampler.h"
+#include "readers/reader.h"
 #include "profile/writers.h"
 
 /* s a command has to exit by itself after a signal ended the recording (a terminal's
@@ -180,7 +180,7 @@ int main(int argc, char **argv)
 		recorder_cli_free(&o.cli);
 		return EXIT_USAGE;
 	}
-	if (o.r.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
+	if (reader_check_env(o.r.reader, why, sizeof(why))) {
 		err("%s", why);
 		recorder_cli_free(&o.cli);
 		return EXIT_ENV;

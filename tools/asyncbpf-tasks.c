@@ -14,7 +14,7 @@
 #include "asyncio/pstree.h"
 #include "asyncio/taskthreads.h"
 #include "cpython/pyproc.h"
-#include "readers/sampler.h"
+#include "readers/samplertasks.h"
 #include "cpython/symbolize.h"
 #include "errmsg.h"
 
@@ -70,7 +70,7 @@ static int watch(const struct py_target *t, double seconds, struct sampler **out
 		return -1;
 	ret = sampler_add_proc(*out, t->pid, &t->proc);
 	if (!ret)
-		ret = atasks_watch_creations(*out, t);
+		ret = sampler_watch_creations(*out, t);
 	if (ret == -ENOENT)
 		return 0; /* asyncio not imported: nothing to watch */
 	if (ret) {

@@ -19,7 +19,7 @@
 #include "profile/profile.h"
 #include "recorder/recorder.h"
 #include "recorder/recorder_cli.h"
-#include "readers/sampler.h"
+#include "readers/reader.h"
 #include "view/topview.h"
 #include "view/window.h"
 #include "clock.h"
@@ -462,7 +462,7 @@ int main(int argc, char **argv)
 	interactive = !o.once && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	if (!interactive && !o.duration)
 		o.duration = 3;
-	if (o.r.reader == READER_BPF && sampler_check_env(why, sizeof(why))) {
+	if (reader_check_env(o.r.reader, why, sizeof(why))) {
 		err("%s", why);
 		recorder_cli_free(&o.cli);
 		return EXIT_ENV;

@@ -22,16 +22,6 @@ ALLOWED_FOLDER_CYCLE_EDGES = {
     # process/lifecycle and discover examine a process with cpython/pyproc.h, while
     # cpython/ reads its memory, maps and ELF with process/
     ("process", "cpython"),
-    # process/lifecycle.h shares the sampler's maps (readers/sampler.h)
-    ("process", "readers"),
-    # cpython/symbolize.c reaches the walker through readers/vmwalk.h
-    ("cpython", "readers"),
-    # asyncio/ hooks the walker (readers/vmwalk.h) and the sampler's maps
-    # (readers/sampler.h), while readers/ consult asyncio's task maps
-    ("asyncio", "readers"),
-    # asyncio/snappace.h paces snapshots for a profile/record.h target, while
-    # profile/ names tasks through asyncio/tasknames.h
-    ("asyncio", "profile"),
 }
 ALLOWED_FILE_CYCLE_EDGES = {
     # the generated tables (py_objmodel.c, py_layouts.c) include the table headers,
@@ -40,11 +30,6 @@ ALLOWED_FILE_CYCLE_EDGES = {
     ("user/cpython/py_layouts", "user/cpython/py_layouts_table"),
     # recorder.c includes recorder_impl.h, which includes recorder.h
     ("user/recorder/recorder", "user/recorder/recorder_impl"),
-    # ship.c includes series.h, which includes ship.h
-    ("user/ship/ship", "user/ship/series"),
-    # asyncio/atasks uses the walker (readers/vmwalk.h), which includes
-    # asyncio/taskmaps.h -> tracker.h -> atasks
-    ("user/asyncio/atasks", "user/readers/vmwalk"),
 }
 
 MAY_CALL = re.compile(r"^May call \(checked\):(.*)$")

@@ -15,7 +15,7 @@
 #include "cpython/py_objmodel.h"
 #include "cpython/pystr.h"
 #include "cpython/symbolize.h"
-#include "readers/vmwalk.h"
+#include "cpython/vmwalk.h"
 
 #define MEM_BASE 0x10000ULL
 #define MEM_TOP	 (1ULL << 47)

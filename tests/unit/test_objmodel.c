@@ -26,7 +26,7 @@
 #include "tests/unit/pydir.h"
 #include "tests/unit/unit.h"
 
-#include "readers/vmwalk.h"
+#include "cpython/vmwalk.h"
 
 #define MAX_FACTS 256
 #define MAX_TOK	  48

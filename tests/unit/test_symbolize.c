@@ -23,7 +23,7 @@
 #include "tests/unit/pydir.h"
 #include "tests/unit/unit.h"
 
-#include "readers/vmwalk.h"
+#include "cpython/vmwalk.h"
 
 #define MAX_CODES 128
 #define MAX_LINES 4096

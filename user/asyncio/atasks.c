@@ -7,11 +7,10 @@
 
 #include "asyncio/atasks.h"
 #include "process/procmaps.h"
-#include "cpython/py314.h"
+#include "cpython/aiodebug.h"
 #include "cpython/py_layouts.h"
-#include "readers/sampler.h"
 #include "asyncio/tasknames.h"
-#include "readers/vmwalk.h"
+#include "cpython/vmwalk.h"
 
 #define MAX_SNAPSHOT_TASKS 65536
 #define MAX_CALLBACKS	   64
@@ -456,15 +455,6 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 	return ret;
 }
 
-int atasks_watch_creations(struct sampler *s, const struct py_target *t)
-{
-	char path[PATH_MAX + 64];
-	uint64_t off;
-	int ret = atasks_task_init(t, path, sizeof(path), &off);
-
-	return ret ? ret : sampler_attach_task_init(s, t->pid, path, off);
-}
-
 int atasks_add_origins(struct atasks *a, const struct py_target *t,
 		       int (*get_link)(void *ctx, uint64_t child, uint64_t *serial,
 				       struct task_link *out),
@@ -519,7 +509,7 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 
 /* 3.14+: a pending task sits on its thread's list (its interpreter's once the thread is
  * gone), and names its awaiters itself in fut_awaited_by: one object, or a set of them. */
-static int list_tasks(pid_t pid, uint64_t head, const struct py314_asyncio *o, struct atasks *a)
+static int list_tasks(pid_t pid, uint64_t head, const struct aiodebug *o, struct atasks *a)
 {
 	uint64_t node = 0;
 	int ret;
@@ -537,7 +527,7 @@ static int list_tasks(pid_t pid, uint64_t head, const struct py314_asyncio *o, s
 	return 0;
 }
 
-static void awaiters314(pid_t pid, const struct py314_asyncio *o, struct atasks *a, struct atask *k)
+static void awaiters314(pid_t pid, const struct aiodebug *o, struct atasks *a, struct atask *k)
 {
 	uint64_t by = 0, table = 0, mask = 0, key;
 	char is_set = 0;
@@ -562,13 +552,13 @@ static int snapshot314(const struct py_target *t, unsigned int what, struct atas
 		       struct atasks_cache *c, char *why, size_t len)
 {
 	const struct py_layout *l = &t->proc.layout;
-	struct py314_asyncio o;
+	struct aiodebug o;
 	uint64_t interp = 0, ts;
 	int ret;
 
 	if (c && c->has314) {
 		o = c->aio;
-	} else if (py314_asyncio(t, &o, why, len)) {
+	} else if (aiodebug_read(t, &o, why, len)) {
 		a->asyncio = 0;
 		return -1;
 	} else if (c) {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "cpython/objread.h"
-#include "cpython/py314.h"
+#include "cpython/aiodebug.h"
 #include "cpython/pyproc.h"
 
 /* frames of a task's coroutine chain kept; the rest are counted up to ATASK_WALK_MAX */
@@ -52,7 +52,7 @@ enum atasks_what {
  * unloaded, and an exec makes a new process). */
 struct atasks_cache {
 	bool has314;
-	struct py314_asyncio aio;
+	struct aiodebug aio;
 };
 
 /* c: NULL for none. */
@@ -73,10 +73,6 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
  * asyncio is not imported. */
 int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset);
 
-struct sampler;
-/* Attaches s's task-creation uprobe there: tasks t's process creates from now on are
- * linked to their creators. 0, -ENOENT while asyncio is not imported, or -errno. */
-int atasks_watch_creations(struct sampler *s, const struct py_target *t);
 struct atask *atasks_find(struct atasks *a, uint64_t addr);
 
 /* The task's name as BPF copies it (*kind NAME_NONE: not a short str nor a number), for

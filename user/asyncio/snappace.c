@@ -34,9 +34,9 @@ static double max_d(double a, double b)
 	return a > b ? a : b;
 }
 
-bool snapshot_due(const struct target *tg, double now)
+bool snapshot_due(const struct snapplan *tg, uint64_t samples, double now)
 {
-	bool active = tg->samples != tg->samples_seen;
+	bool active = samples != tg->samples_seen;
 
 	if (now >= tg->next_refresh)
 		return true;
@@ -44,14 +44,15 @@ bool snapshot_due(const struct target *tg, double now)
 	return active && now >= tg->last_refresh + max_d(ACTIVE_INTERVAL, tg->snap_floor);
 }
 
-bool snapshot_first(const struct target *tg)
+bool snapshot_first(const struct snapplan *tg)
 {
 	return tg->interval == 0;
 }
 
-void snapshot_done(struct snappace *sp, struct target *tg, double now, double cpu)
+void snapshot_done(struct snappace *sp, struct snapplan *tg, uint64_t samples, double now,
+		   double cpu)
 {
-	bool active = tg->samples != tg->samples_seen;
+	bool active = samples != tg->samples_seen;
 
 	sp->taken++;
 	sp->cpu += cpu;
@@ -62,7 +63,7 @@ void snapshot_done(struct snappace *sp, struct target *tg, double now, double cp
 		tg->interval = ACTIVE_INTERVAL;
 	else if (tg->interval < IDLE_MAX)
 		tg->interval = tg->interval * 2 < IDLE_MAX ? tg->interval * 2 : IDLE_MAX;
-	tg->samples_seen = tg->samples;
+	tg->samples_seen = samples;
 	tg->last_refresh = now;
 	tg->next_refresh = now + max_d(tg->interval, tg->snap_floor);
 }

@@ -9,7 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile/record.h"
+/* When one process's tasks are read: kept with the process (struct target). */
+struct snapplan {
+	double next_refresh;			   /* when to read its asyncio tasks again */
+	double last_refresh, interval, snap_floor; /* see snappace.c */
+	uint64_t samples_seen;			   /* samples at the last snapshot */
+};
 
 struct snappace {
 	double budget;	       /* share of a core for all snapshots together */
@@ -24,12 +29,14 @@ struct snappace {
 void snapshot_init(struct snappace *sp, double now, double budget);
 /* Refills the budget for the time since the last call. */
 void snapshot_budget_fill(struct snappace *sp, double now);
-/* Whether tg's tasks should be read now. */
-bool snapshot_due(const struct target *tg, double now);
-/* Whether tg was never read (its first snapshot is not held back by the budget). */
-bool snapshot_first(const struct target *tg);
-/* Records a snapshot of tg that used cpu seconds, and plans the next one. */
-void snapshot_done(struct snappace *sp, struct target *tg, double now, double cpu);
+/* Whether the tasks of a process planned by p, with samples taken so far, should be read
+ * now. */
+bool snapshot_due(const struct snapplan *p, uint64_t samples, double now);
+/* Whether it was never read (its first snapshot is not held back by the budget). */
+bool snapshot_first(const struct snapplan *p);
+/* Records a snapshot of it that used cpu seconds, and plans the next one. */
+void snapshot_done(struct snappace *sp, struct snapplan *p, uint64_t samples, double now,
+		   double cpu);
 
 /* CPU time of this thread, s. */
 double cpu_s(void);

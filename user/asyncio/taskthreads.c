@@ -9,7 +9,7 @@
 #include "asyncio/threadwork.h"
 #include "cpython/pythreads.h"
 #include "process/memread.h"
-#include "readers/vmwalk.h"
+#include "asyncio/taskwalk.h"
 
 struct walk {
 	struct py_target t; /* with its pools found */

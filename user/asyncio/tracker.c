@@ -42,53 +42,6 @@ static int by_identity(const void *a, const void *b)
 	return (x->coro > y->coro) - (x->coro < y->coro);
 }
 
-#define BPF_OP(op, ...)                                                                            \
-	static int bpf_##op(void *ctx, pid_t pid, uint64_t addr, __VA_ARGS__)                      \
-	{                                                                                          \
-		return sampler_##op(ctx, pid, addr, v);                                            \
-	}
-BPF_OP(set_coro_task, const struct task_id *v)
-BPF_OP(get_coro_task, struct task_id *v)
-BPF_OP(set_serial, uint64_t v)
-BPF_OP(get_serial, uint64_t *v)
-BPF_OP(set_link, const struct task_link *v)
-BPF_OP(get_link, struct task_link *v)
-BPF_OP(set_name, const struct name_ent *v)
-
-static int bpf_del_coro_task(void *ctx, pid_t pid, uint64_t addr)
-{
-	return sampler_del_coro_task(ctx, pid, addr);
-}
-
-static int bpf_del_serial(void *ctx, pid_t pid, uint64_t addr)
-{
-	return sampler_del_serial(ctx, pid, addr);
-}
-
-static int bpf_del_link(void *ctx, pid_t pid, uint64_t addr)
-{
-	return sampler_del_link(ctx, pid, addr);
-}
-
-static int bpf_set_work(void *ctx, pid_t pid, const struct py_work *w)
-{
-	return sampler_set_work(ctx, pid, w);
-}
-
-static const struct taskmaps_ops bpf_ops = {
-	.set_coro_task = bpf_set_coro_task,
-	.get_coro_task = bpf_get_coro_task,
-	.del_coro_task = bpf_del_coro_task,
-	.set_serial = bpf_set_serial,
-	.get_serial = bpf_get_serial,
-	.del_serial = bpf_del_serial,
-	.set_link = bpf_set_link,
-	.get_link = bpf_get_link,
-	.del_link = bpf_del_link,
-	.set_name = bpf_set_name,
-	.set_work = bpf_set_work,
-};
-
 struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx)
 {
 	struct tracker *tr = calloc(1, sizeof(*tr));
@@ -99,11 +52,6 @@ struct tracker *tracker_new_ops(const struct taskmaps_ops *ops, void *ctx)
 		tr->next_serial = SERIAL_USER;
 	}
 	return tr;
-}
-
-struct tracker *tracker_new(struct sampler *s)
-{
-	return tracker_new_ops(&bpf_ops, s);
 }
 
 void tracker_free(struct tracker *tr)

@@ -7,15 +7,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "bpf/asyncbpf.h"
 #include "cpython/pyproc.h"
-#include "readers/sampler.h"
 
 struct tracker;
 
-struct tracker *tracker_new(struct sampler *s);
-
-/* The same maps elsewhere (user/asyncio/taskmaps.h for the userspace readers); each call as its
- * sampler_* twin, with ctx first. */
+/* The maps a tracker keeps: the sampler's (readers/samplertasks.h), or the userspace
+ * readers' tables (asyncio/taskmaps.h); each call as its sampler_* twin, with ctx first. */
 struct taskmaps_ops {
 	int (*set_coro_task)(void *ctx, pid_t pid, uint64_t coro, const struct task_id *id);
 	int (*get_coro_task)(void *ctx, pid_t pid, uint64_t coro, struct task_id *out);

@@ -37,15 +37,98 @@ struct asyncio_layout {
 };
 
 static const struct asyncio_layout asyncio_layouts[] = {
-	{ 0x030800f0, 72, 104, 104, 112, 120, 144, 16 },
-	{ 0x030900f0, 80, 144, 144, 152, 160, 184, 16 },
-	{ 0x030a00f0, 80, 144, 144, 152, 160, 184, 0 },
-	{ 0x030a06f0, 88, 152, 152, 160, 168, 192, 0 },
-	{ 0x030b00f0, 88, 128, 128, 136, 144, 176, 0 },
-	{ 0x030c00f0, 88, 128, 128, 136, 144, 176, 0 },
-	{ 0x030d00f0, 96, 104, 112, 120, 128, 144, 0 },
-	{ 0x030e00f0, 104, 112, 120, 128, 136, 168, 0 },
-	{ 0x030f00f0, 104, 112, 120, 128, 136, 168, 0 },
+	{
+		/* 3.8 */
+		.since = 0x030800f0,
+		.fut_state = 72,
+		.fut_size = 104,
+		.task_fut_waiter = 104,
+		.task_coro = 112,
+		.task_name = 120,
+		.task_size = 144,
+		.wakeup_task = 16,
+	},
+	{
+		/* 3.9 */
+		.since = 0x030900f0,
+		.fut_state = 80,
+		.fut_size = 144,
+		.task_fut_waiter = 144,
+		.task_coro = 152,
+		.task_name = 160,
+		.task_size = 184,
+		.wakeup_task = 16,
+	},
+	{
+		/* 3.10 */
+		.since = 0x030a00f0,
+		.fut_state = 80,
+		.fut_size = 144,
+		.task_fut_waiter = 144,
+		.task_coro = 152,
+		.task_name = 160,
+		.task_size = 184,
+	},
+	{
+		/* 3.10.6 */
+		.since = 0x030a06f0,
+		.fut_state = 88,
+		.fut_size = 152,
+		.task_fut_waiter = 152,
+		.task_coro = 160,
+		.task_name = 168,
+		.task_size = 192,
+	},
+	{
+		/* 3.11 */
+		.since = 0x030b00f0,
+		.fut_state = 88,
+		.fut_size = 128,
+		.task_fut_waiter = 128,
+		.task_coro = 136,
+		.task_name = 144,
+		.task_size = 176,
+	},
+	{
+		/* 3.12 */
+		.since = 0x030c00f0,
+		.fut_state = 88,
+		.fut_size = 128,
+		.task_fut_waiter = 128,
+		.task_coro = 136,
+		.task_name = 144,
+		.task_size = 176,
+	},
+	{
+		/* 3.13 */
+		.since = 0x030d00f0,
+		.fut_state = 96,
+		.fut_size = 104,
+		.task_fut_waiter = 112,
+		.task_coro = 120,
+		.task_name = 128,
+		.task_size = 144,
+	},
+	{
+		/* 3.14 */
+		.since = 0x030e00f0,
+		.fut_state = 104,
+		.fut_size = 112,
+		.task_fut_waiter = 120,
+		.task_coro = 128,
+		.task_name = 136,
+		.task_size = 168,
+	},
+	{
+		/* 3.15 */
+		.since = 0x030f00f0,
+		.fut_state = 104,
+		.fut_size = 112,
+		.task_fut_waiter = 120,
+		.task_coro = 128,
+		.task_name = 136,
+		.task_size = 168,
+	},
 };
 
 #define NLAYOUTS (sizeof(asyncio_layouts) / sizeof(asyncio_layouts[0]))

@@ -10,7 +10,7 @@
 #include "cpython/pystr.h"
 #include "cpython/symbolize.h"
 
-#include "readers/vmwalk.h"
+#include "cpython/vmwalk.h"
 
 #define CODE_READ_MAX 1024
 

@@ -228,8 +228,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifecycle_ops *ops,
-		   char *err, size_t errlen)
+int lifecycle_open(struct lifecycle **out, int (*map_fd)(void *maps, const char *name), void *maps,
+		   const struct lifecycle_ops *ops, char *err, size_t errlen)
 {
 	struct lifecycle *lc = calloc(1, sizeof(*lc));
 	__u32 vmax = 0;
@@ -242,7 +242,7 @@ int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifec
 	}
 	lc->ops = *ops;
 	for (int m = 0; m < LCM_MAX; m++) {
-		lc->map_fd[m] = sampler_map_fd(s, map_names[m]);
+		lc->map_fd[m] = map_fd(maps, map_names[m]);
 		if (lc->map_fd[m] < 0) {
 			snprintf(err, errlen, "no BPF map %s in the sampler", map_names[m]);
 			ret = -ENOENT;

@@ -11,7 +11,6 @@
 #include <sys/types.h>
 
 #include "cpython/pyproc.h"
-#include "readers/sampler.h"
 
 struct lifecycle_ops {
 	/* Examine pid and start profiling it if it qualifies; the verdict decides retries */
@@ -40,9 +39,10 @@ struct lifecycle_stats {
 
 struct lifecycle;
 
-/* Loads and attaches the tracepoints, sharing the sampler's maps. */
-int lifecycle_open(struct lifecycle **out, struct sampler *s, const struct lifecycle_ops *ops,
-		   char *err, size_t errlen);
+/* Loads and attaches the tracepoints, sharing the sampler's maps: map_fd(maps, name) is
+ * the fd of each, or -ENOENT. */
+int lifecycle_open(struct lifecycle **out, int (*map_fd)(void *maps, const char *name), void *maps,
+		   const struct lifecycle_ops *ops, char *err, size_t errlen);
 void lifecycle_close(struct lifecycle *lc);
 
 /* Handles pending events, examines the processes that are due, and frees the map entries

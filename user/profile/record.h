@@ -13,6 +13,7 @@
 #include "cpython/pyproc.h"
 #include "cpython/pythreads.h"
 #include "cpython/symbolize.h"
+#include "asyncio/snappace.h"
 #include "asyncio/tasknames.h"
 #include "asyncio/tasksites.h"
 #include "native/unwind.h"
@@ -21,10 +22,8 @@ struct target {
 	struct py_target t;
 	uint32_t proc_frame; /* interned process frame */
 	uint64_t samples;
-	uint64_t lost;	     /* of those, not in the profile (out of memory) */
-	double next_refresh; /* when to read its asyncio tasks again */
-	double last_refresh, interval, snap_floor; /* see snappace.c */
-	uint64_t samples_seen;			   /* samples at the last snapshot */
+	uint64_t lost;		 /* of those, not in the profile (out of memory) */
+	struct snapplan snap;	 /* when to read its asyncio tasks again */
 	int async_off;		 /* its asyncio could not be read: flat stacks only */
 	int async_fails;	 /* task reads failed in a row */
 	int origins;		 /* task creation is watched (or that failed for good) */

@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asyncio/atasks.h"
 #include "asyncio/tasknames.h"
 #include "asyncio/tasksites.h"
 #include "asyncio/tracker.h"
 #include "process/lifecycle.h"
 #include "profile/record.h"
 #include "readers/reader.h"
+#include "readers/samplertasks.h"
 #include "readers/wallrec.h"
 
 struct bpf_reader {
@@ -119,13 +119,18 @@ static void wall_tasks_read(void *r, pid_t pid)
 
 static int bpf_watch_creations(void *r, const struct py_target *t)
 {
-	return atasks_watch_creations(((struct bpf_reader *)r)->s, t);
+	return sampler_watch_creations(((struct bpf_reader *)r)->s, t);
+}
+
+static int sampler_map(void *s, const char *name)
+{
+	return sampler_map_fd(s, name);
 }
 
 static int bpf_lifecycle(void *r, struct lifecycle **out, const struct lifecycle_ops *ops,
 			 char *why, size_t len)
 {
-	return lifecycle_open(out, ((struct bpf_reader *)r)->s, ops, why, len);
+	return lifecycle_open(out, sampler_map, ((struct bpf_reader *)r)->s, ops, why, len);
 }
 
 static void bpf_totals(void *r, struct reader_totals *t)
@@ -267,7 +272,7 @@ int reader_bpf_init(struct reader *rd, const struct reader_opts *o, char *why, s
 	rd->impl = br;
 	if (sampler_open(&br->s, &so, why, len))
 		goto fail;
-	br->tr = rd->tracker = tracker_new(br->s);
+	br->tr = rd->tracker = tracker_new_ops(&sampler_taskmaps_ops, br->s);
 	tasknames_set_map(o->rec->names, sampler_map_fd(br->s, "task_names"));
 	tasksites_set_map(o->rec->sites, sampler_map_fd(br->s, "task_sites"));
 	if (!br->tr) {

@@ -18,7 +18,7 @@
 #include "process/memread.h"
 #include "process/procmaps.h"
 #include "readers/ureader.h"
-#include "readers/vmwalk.h"
+#include "asyncio/taskwalk.h"
 #include "clock.h"
 
 #define THREAD_RESCAN_NS 200000000ULL /* new threads are found this often */

@@ -3,7 +3,7 @@
  * target threads that are running (state R in /proc/PID/task/TID/stat, as the BPF
  * sampler's cpu-clock sees only threads on a CPU) are sampled, either
  *  - vmreadv: walked from here with process_vm_readv (bpf/pywalk.h through
- *    user/readers/vmwalk.h), the target not stopped, or
+ *    user/cpython/vmwalk.h), the target not stopped, or
  *  - memcpy: sent SIGRTMIN+7, on which preload/asyncbpf-memcpy.c walks the thread in the
  *    target and writes the record to shared memory (user/readers/mcshm.h), read back here.
  * Both produce the BPF sampler's struct py_sample records. */

@@ -88,21 +88,21 @@ void targets_refresh(struct recorder *a, double max_s)
 		char why[512];
 		int ret;
 
-		if (tg->async_off || !snapshot_due(tg, t))
+		if (tg->async_off || !snapshot_due(&tg->snap, tg->samples, t))
 			continue;
 		/* a process never read goes ahead of the budget (and is charged to it): until
 		 * then none of its samples can be in a task */
-		if (a->snap.tokens <= 0 && !snapshot_first(tg))
+		if (a->snap.tokens <= 0 && !snapshot_first(&tg->snap))
 			continue;
 		a->snap.next = (first + k + 1) % n;
 		cpu = cpu_s();
 		ret = tracker_refresh(a->tracker, &tg->t, why, sizeof(why));
-		snapshot_done(&a->snap, tg, recorder_now(), cpu_s() - cpu);
+		snapshot_done(&a->snap, &tg->snap, tg->samples, recorder_now(), cpu_s() - cpu);
 		if (ret < 0 && !alive(tg))
 			continue; /* exited: targets_reap() says so */
 		/* a process caught as it starts may not have built its modules yet */
 		if (ret < 0 && ++tg->async_fails < ASYNC_TRIES) {
-			tg->next_refresh = recorder_now() + 1;
+			tg->snap.next_refresh = recorder_now() + 1;
 			continue;
 		}
 		if (ret < 0) {
@@ -119,7 +119,7 @@ void targets_refresh(struct recorder *a, double max_s)
 			 * again now that the probe is in place, not at the next paced turn */
 			if (watch_creations(a, tg) &&
 			    tracker_refresh(a->tracker, &tg->t, why, sizeof(why)) < 0)
-				tg->next_refresh = recorder_now();
+				tg->snap.next_refresh = recorder_now();
 		}
 		reader_tasks_read(a->reader, tg->t.pid);
 	}

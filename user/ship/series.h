@@ -9,8 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ship/ship.h"
 #include "profile/writers.h"
+
+/* Pyroscope's limits on one profile (validation/limits.go): above them it is rejected */
+#define SHIP_MAX_SAMPLES 16000
+#define SHIP_MAX_BYTES	 (4u << 20) /* uncompressed */
+#define SHIP_MAX_LABELS	 30	    /* series label names, service_name included */
+#define SHIP_MAX_AGE	 3600.0	    /* s: older profiles are rejected */
+
+/* A series label beyond the service, host and container ones: key=value. */
+struct ship_label {
+	const char *key, *value;
+};
 
 struct series_opts {
 	const char *service; /* NULL: the container's label, else the process name */

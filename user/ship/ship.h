@@ -13,21 +13,13 @@
 #include <stdio.h>
 
 #include "profile/profile.h"
+#include "ship/series.h"
 
-/* Pyroscope's limits on one profile (validation/limits.go): above them it is rejected */
-#define SHIP_MAX_SAMPLES   16000
-#define SHIP_MAX_BYTES	   (4u << 20) /* uncompressed */
-#define SHIP_MAX_LABELS	   30	      /* series label names, service_name included */
-#define SHIP_MAX_AGE	   3600.0     /* s: older profiles are rejected */
-#define SHIP_DEFAULT_KEEP  240	      /* files: an hour at the default interval */
+#define SHIP_DEFAULT_KEEP  240 /* files: an hour at the default interval */
 #define SHIP_QUEUE_ITEMS   256
 #define SHIP_QUEUE_BYTES   (64u << 20)
 #define SHIP_SEND_TIMEOUT  10.0 /* s, one HTTP request */
 #define SHIP_FLUSH_TIMEOUT 10.0 /* s after the last cut */
-
-struct ship_label {
-	const char *key, *value;
-};
 
 struct ship_opts {
 	const char *prog;

@@ -2,8 +2,8 @@
 /* CPython 3.14+ describes its asyncio tasks: _asyncio's .AsyncioDebug section gives the task
  * object's offsets and where each thread and interpreter keep their list of tasks; the
  * runtime's _Py_DebugOffsets (pydebug.h) the list and set layouts. */
-#ifndef ASYNCBPF_PY314_H
-#define ASYNCBPF_PY314_H
+#ifndef ASYNCBPF_AIODEBUG_H
+#define ASYNCBPF_AIODEBUG_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -14,7 +14,7 @@
 struct py_target;
 
 /* What .AsyncioDebug and _Py_DebugOffsets say about tasks, as asyncbpf uses it. */
-struct py314_asyncio {
+struct aiodebug {
 	uint64_t task_name, task_coro, task_node, task_awaited_by, task_awaited_by_is_set;
 	uint64_t task_is_task, task_size;
 	uint64_t interp_tasks_head; /* PyInterpreterState.asyncio_tasks_head (llist_node) */
@@ -28,6 +28,6 @@ struct py314_asyncio {
  * the process (or of the runtime's binary when _asyncio is built in), checked against the
  * object model's task layout, and the runtime's _Py_DebugOffsets. 0, or -errno with why
  * saying which file and what (-ENOENT: no section anywhere). */
-int py314_asyncio(const struct py_target *t, struct py314_asyncio *out, char *why, size_t len);
+int aiodebug_read(const struct py_target *t, struct aiodebug *out, char *why, size_t len);
 
 #endif

@@ -7,7 +7,7 @@
 #include "process/elfread.h"
 #include "process/memread.h"
 #include "process/procmaps.h"
-#include "cpython/py314.h"
+#include "cpython/aiodebug.h"
 #include "cpython/py_layouts.h"
 #include "cpython/pydebug.h"
 #include "cpython/pyproc.h"
@@ -91,7 +91,7 @@ static int find_section(const struct py_target *t, struct aio_section *out, char
 	return err;
 }
 
-int py314_asyncio(const struct py_target *t, struct py314_asyncio *out, char *why, size_t len)
+int aiodebug_read(const struct py_target *t, struct aiodebug *out, char *why, size_t len)
 {
 	const struct py_async_layout *a = &t->proc.async;
 	struct aio_section s;
@@ -132,7 +132,7 @@ int py314_asyncio(const struct py_target *t, struct py314_asyncio *out, char *wh
 			 t->version_str, a->task_size, a->task_coro, a->task_name);
 		return -EPROTO;
 	}
-	*out = (struct py314_asyncio){
+	*out = (struct aiodebug){
 		.task_name = s.task.task_name,
 		.task_coro = s.task.task_coro,
 		.task_node = s.task.task_node,

@@ -1,52 +1,51 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* bpf/pywalk.h compiled for userspace over process_vm_readv: the same walk the BPF
- * sampler does, reading the process set with vmwalk_target() (per thread). */
+ * sampler does, reading the process set with vmwalk_target() (per thread). It knows no
+ * asyncio task unless the includer defines VMWALK_TASKS and pywalk.h's three task lookups
+ * first, as asyncio/taskwalk.h does over asyncio's task tables. */
 #ifndef ASYNCBPF_VMWALK_H
 #define ASYNCBPF_VMWALK_H
 
 #include <string.h>
 #include <sys/types.h>
 
+#include "bpf/asyncbpf.h"
 #include "process/memread.h"
-#include "asyncio/taskmaps.h"
 
 /* glibc x86-64: offsetof(struct pthread, tid); pthread_self(), a thread state's
  * thread_id, is the struct's address. Check it on each process before use. */
 #define PTHREAD_TID_OFF 0x2d0
 
 static _Thread_local pid_t vmwalk_pid;
-static _Thread_local const struct taskmaps *vmwalk_maps;
 
 static inline __attribute__((unused)) void vmwalk_target(pid_t pid)
 {
 	vmwalk_pid = pid;
 }
 
-/* The asyncio tables the task walk looks up; NULL (the default): no task is known. */
-static inline __attribute__((unused)) void vmwalk_taskmaps(const struct taskmaps *m)
-{
-	vmwalk_maps = m;
-}
-
-static _Thread_local struct task_id vmwalk_id;
-static _Thread_local struct task_link vmwalk_link;
-
+#ifndef VMWALK_TASKS
 static inline __attribute__((unused)) const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 {
-	return vmwalk_maps && !tm_get_coro_task(vmwalk_maps, pid, coro, &vmwalk_id) ? &vmwalk_id
-										    : NULL;
+	(void)pid;
+	(void)coro;
+	return NULL;
 }
 
 static inline __attribute__((unused)) int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
 {
-	return vmwalk_maps ? tm_get_serial(vmwalk_maps, pid, task, serial) : -1;
+	(void)pid;
+	(void)task;
+	(void)serial;
+	return -1;
 }
 
 static inline __attribute__((unused)) const struct task_link *pw_task_link(__u32 pid, __u64 task)
 {
-	return vmwalk_maps && !tm_get_link(vmwalk_maps, pid, task, &vmwalk_link) ? &vmwalk_link
-										 : NULL;
+	(void)pid;
+	(void)task;
+	return NULL;
 }
+#endif
 
 /* Each read is a system call, whatever its size: a page is read whole at once. */
 #define PW_PAGES_RAW(dst, len, addr) (mem_read(vmwalk_pid, addr, dst, len) ? -1 : 0)

@@ -183,39 +183,6 @@ static long suspended_step(__u32 i, void *ctx)
 	return 0;
 }
 
-/* The running task of the thread walked into sc, if any, and the tasks awaiting it. */
-static __always_inline void thread_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
-					 struct scratch *sc)
-{
-	__u64 task, coro, serial;
-
-	/* f, then w, in the same stack slots: the stack is near its limit */
-	{
-		struct pw_running f = { .r = r, .p = p, .s = &sc->pw, .pid = pid };
-
-		pw_find_running(&f);
-		if (!f.task)
-			return;
-		sc->w.s.hdr.running_idx = f.idx;
-		task = f.task;
-		coro = f.coro;
-		serial = f.serial;
-	}
-	{
-		struct pw_tasks w = { .r = r,
-				      .p = p,
-				      .pid = pid,
-				      .cur = task,
-				      .cur_coro = coro,
-				      .cur_serial = serial };
-
-		/* from memory: a bound the verifier tracks from the frame walk multiplies
-		 * the states of the task walk */
-		w.used = sc->w.s.hdr.nframes;
-		walk_chain(&w, sc);
-	}
-}
-
 static __always_inline void walk_suspended(struct pw_reader *r, const struct py_proc *p, __u32 pid,
 					   __u32 tid, struct scratch *sc)
 {
@@ -253,11 +220,8 @@ static __noinline void sample_thread(struct task_struct *task, const struct py_p
 	sc->w.s.hdr.tid = tid;
 	sc->w.s.hdr.flags = flags;
 	sc->w.s.hdr.nframes = n;
-	sc->w.s.hdr.ntasks = 0;
-	sc->w.s.hdr.ncoro = 0;
-	sc->w.s.hdr.running_idx = RUNNING_NONE;
-	if (p->async.yf_kind && sc->pw.ngens)
-		thread_tasks(r, p, pid, sc);
+	/* the thread's running task, or the task a pool worker's item is for, as in CPU mode */
+	pw_walk_tasks(r, p, pid, &sc->w.s, &sc->pw);
 	stat_inc(WSTAT_THREADS);
 	emit(sc);
 }

@@ -665,6 +665,8 @@ class TaskFrame(str):
 # frame, after that task's frames.
 THREAD_WORK = "[thread work]"
 THREAD_MARK_RE = re.compile(r"^<thread (.*)>$")
+# In place of the thread frame in wall mode: a suspended task's sample
+SUSPENDED = "[suspended tasks]"
 
 
 class ThreadMarker(str):
@@ -719,7 +721,9 @@ class Sample:
         self.ns_pid = int(m.group(4)) if m.group(4) else None
         # a [thread work] sample names its thread in its <thread NAME> frame, not its tid
         self.thread_work = parts[1] == THREAD_WORK
-        if self.thread_work:
+        # wall mode: a suspended task's stacked stack, no thread
+        self.suspended = parts[1] == SUSPENDED
+        if self.thread_work or self.suspended:
             self.tname, self.tid = None, None
         else:
             m = THREAD_RE.match(parts[1])

@@ -513,6 +513,8 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		"%llu)\n",
 		(unsigned long long)wr->folded, wr->folded_ns / 1e9,
 		(unsigned long long)wr->hold_lost);
+	fprintf(f, "wall tasks queued in a thread pool: %llu (suspended-task samples)\n",
+		(unsigned long long)st.stat[WSTAT_QUEUED]);
 	fprintf(f, "wall reads: %llu (%.1f per tick)\n", (unsigned long long)st.stat[WSTAT_READS],
 		wr->ticks ? (double)st.stat[WSTAT_READS] / wr->ticks : 0.0);
 	fprintf(f, "wall task names from cache: %llu, copied: %llu\n",

@@ -55,7 +55,15 @@ struct py_work {
 	/* object offsets the pool link reads: list size and items, function code and
 	 * closure, cell contents */
 	__u16 list_size, list_items, func_code, func_closure, cell_ref;
-	__u16 pad[3];
+	/* a job queued, not started (wall mode): the index of source (the concurrent
+	 * future) in the closure of the callback wrap_future puts first on the asyncio
+	 * future, that callback's code (_chain_future's _call_check_cancel, 0: unknown), the
+	 * concurrent future's _state and the str it holds while queued ('PENDING') */
+	__u16 check_cell;
+	__u16 pad[2];
+	__u64 check_cancel_code;
+	struct py_attr future_state;
+	__u64 pending_state;
 };
 
 /* Per-process record pushed by userspace, keyed by host tgid. */
@@ -87,6 +95,8 @@ enum sample_flags {
 	 * running_idx the worker's frame (it and the frames outside it are the pool's) */
 	SAMPLE_WORK = 1 << 5,
 	SAMPLE_WORK_STALE = 1 << 6, /* a worker frame whose item no task awaits now */
+	/* a suspended task awaiting a thread pool's job that has not started (wall mode) */
+	SAMPLE_QUEUED = 1 << 7,
 };
 
 /* --native: the interrupted user registers and a copy of the user stack from rsp up,

@@ -133,6 +133,29 @@ static __always_inline int gen_executing(struct pw_reader *r, const struct py_pr
 	       !pw_read(r, &lasti, 4, frame + l->frame_lasti) && lasti >= 0;
 }
 
+/* Does the suspended task await a thread pool's job still queued? Proven as the pool link
+ * is, each object held by the one before: the future the task awaits (fut_waiter), the
+ * callback wrap_future put first on it (its code checked), the concurrent future in that
+ * callback's closure, whose _state is the 'PENDING' str until a worker takes the job. A
+ * function of its own: the task loop's frame has no room for these reads. */
+static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, __u64 task,
+				  __u64 *v)
+{
+	const struct py_work *k = &p->work;
+
+	if (!k->check_cancel_code || !k->pending_state)
+		return 0;
+	if (pw_read(r, &v[0], 8, task + p->async.task_fut_waiter) || !v[0] ||
+	    pw_read(r, &v[1], 8, v[0] + p->async.fut_callback0) || !v[1] ||
+	    pw_read(r, &v[2], 8, v[1] + k->func_code) || v[2] != k->check_cancel_code ||
+	    pw_read(r, &v[2], 8, v[1] + k->func_closure) || !v[2] ||
+	    pw_read(r, &v[3], 8, v[2] + p->async.tuple_items + 8 * (__u64)k->check_cell) || !v[3] ||
+	    pw_read(r, &v[0], 8, v[3] + k->cell_ref) || !v[0] ||
+	    pw_attr(r, v[0], &k->future_state, &v[1]))
+		return 0;
+	return v[1] == k->pending_state;
+}
+
 struct suspended {
 	struct pw_reader *r;
 	const struct py_proc *p;
@@ -178,42 +201,13 @@ static long suspended_step(__u32 i, void *ctx)
 	 * through the task walk, and its states multiply past the limit */
 	w.used = *(volatile __u32 *)&sc->w.s.hdr.nframes;
 	walk_chain(&w, sc);
+	if (task_queued(x->r, x->p, wt->task, sc->pw.work_read)) {
+		sc->w.s.hdr.flags |= SAMPLE_QUEUED;
+		stat_inc(WSTAT_QUEUED);
+	}
 	stat_inc(WSTAT_TASKS);
 	emit(sc);
 	return 0;
-}
-
-/* The running task of the thread walked into sc, if any, and the tasks awaiting it. */
-static __always_inline void thread_tasks(struct pw_reader *r, const struct py_proc *p, __u32 pid,
-					 struct scratch *sc)
-{
-	__u64 task, coro, serial;
-
-	/* f, then w, in the same stack slots: the stack is near its limit */
-	{
-		struct pw_running f = { .r = r, .p = p, .s = &sc->pw, .pid = pid };
-
-		pw_find_running(&f);
-		if (!f.task)
-			return;
-		sc->w.s.hdr.running_idx = f.idx;
-		task = f.task;
-		coro = f.coro;
-		serial = f.serial;
-	}
-	{
-		struct pw_tasks w = { .r = r,
-				      .p = p,
-				      .pid = pid,
-				      .cur = task,
-				      .cur_coro = coro,
-				      .cur_serial = serial };
-
-		/* from memory: a bound the verifier tracks from the frame walk multiplies
-		 * the states of the task walk */
-		w.used = sc->w.s.hdr.nframes;
-		walk_chain(&w, sc);
-	}
 }
 
 static __always_inline void walk_suspended(struct pw_reader *r, const struct py_proc *p, __u32 pid,
@@ -253,11 +247,8 @@ static __noinline void sample_thread(struct task_struct *task, const struct py_p
 	sc->w.s.hdr.tid = tid;
 	sc->w.s.hdr.flags = flags;
 	sc->w.s.hdr.nframes = n;
-	sc->w.s.hdr.ntasks = 0;
-	sc->w.s.hdr.ncoro = 0;
-	sc->w.s.hdr.running_idx = RUNNING_NONE;
-	if (p->async.yf_kind && sc->pw.ngens)
-		thread_tasks(r, p, pid, sc);
+	/* the thread's running task, or the task a pool worker's item is for, as in CPU mode */
+	pw_walk_tasks(r, p, pid, &sc->w.s, &sc->pw);
 	stat_inc(WSTAT_THREADS);
 	emit(sc);
 }

@@ -39,6 +39,7 @@ enum wall_stat {
 	WSTAT_READS,	   /* reads of the target's memory */
 	WSTAT_NAME_HITS,   /* task names found copied already */
 	WSTAT_NAME_COPIES, /* task names copied */
+	WSTAT_QUEUED,	   /* suspended-task samples awaiting a pool job not started */
 	WSTAT_MAX,
 };
 

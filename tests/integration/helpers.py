@@ -665,6 +665,8 @@ class TaskFrame(str):
 # frame, after that task's frames.
 THREAD_WORK = "[thread work]"
 THREAD_MARK_RE = re.compile(r"^<thread (.*)>$")
+# In place of the thread frame in wall mode: a suspended task's sample
+SUSPENDED = "[suspended tasks]"
 
 
 class ThreadMarker(str):
@@ -685,6 +687,8 @@ ANON_CODE = "[anonymous code]"
 VDSO_RE = re.compile(r"^\[vdso\]\+0x[0-9a-f]+$")
 # the frames above made the task below (its creator's frames where it created it)
 CREATED_BY = "[created by]"
+# wall mode: a suspended task's last frame, when it awaits a pool's job not started
+QUEUED = "[queued in thread pool]"
 # a creation site's frames not kept
 MORE_FRAMES_RE = re.compile(r"^\[\d+ more frames\]$")
 
@@ -719,7 +723,9 @@ class Sample:
         self.ns_pid = int(m.group(4)) if m.group(4) else None
         # a [thread work] sample names its thread in its <thread NAME> frame, not its tid
         self.thread_work = parts[1] == THREAD_WORK
-        if self.thread_work:
+        # wall mode: a suspended task's stacked stack, no thread
+        self.suspended = parts[1] == SUSPENDED
+        if self.thread_work or self.suspended:
             self.tname, self.tid = None, None
         else:
             m = THREAD_RE.match(parts[1])
@@ -751,8 +757,8 @@ class Sample:
                 # "[unknown native 0x...]" too: the suite runs no code outside ELF files
                 # but [anonymous code], so a pc in no module is the unwinder's fault (a
                 # library it missed)
-                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE, ANON_CODE,
-                             CREATED_BY) or MORE_FRAMES_RE.match(p), (
+                assert p in (UNKNOWN, NATIVE_ENDS, NO_TSTATE, ANON_CODE, CREATED_BY,
+                             QUEUED) or MORE_FRAMES_RE.match(p), (
                     "bad frame %r in line: %.300r" % (p, raw))
                 self.frames.append(p)
         marks = [f for f in self.frames if isinstance(f, ThreadMarker)]

@@ -14,13 +14,11 @@ each function's CPU time and notes the threads that ran it. One recording of eve
 interpreter that imports anyio (Debian 12's python3.11 with anyio 3.6, pyenv's with the
 same pure-Python anyio, the sid tree's with anyio 4) until each function has burnt WORK_CPU seconds; the others are skipped
 with the workload's reason."""
-import os
-
 import pytest
 
 from helpers import show, total
-from workthreads import (WorkRun, frame_faults, faults_text, interp_params, linked_to,
-                         record_work, started, tally, wrong_task)
+from workthreads import (WorkRun, anyio_dir, frame_faults, faults_text, interp_params,
+                         linked_to, record_work, started, tally, wrong_task)
 
 FREQ = 199
 # CPU time each function burns while sampled: about 80 samples at FREQ
@@ -34,22 +32,6 @@ ANYIO_AWAIT = "run_sync_in_worker_thread"
 ARGS = ["--stats"]
 # (task, function) of thread_work.py's TASKS, for the test ids
 TASKS = [("req-alpha", "burn_alpha"), ("req-beta", "burn_beta"), ("req-gamma", "burn_gamma")]
-
-
-# Debian's anyio and what it imports: pure Python, so that pyenv's interpreters, which
-# have no anyio, run it too
-DEBIAN_PACKAGES = "/usr/lib/python3/dist-packages"
-ANYIO_PACKAGES = ["anyio", "sniffio", "idna"]
-
-
-def anyio_dir(tmp):
-    """A directory holding only Debian's anyio and its imports (links), or None without
-    them. In a tree the links lead to the tree's own copies, if any."""
-    if not all(os.path.isdir(os.path.join(DEBIAN_PACKAGES, p)) for p in ANYIO_PACKAGES):
-        return None
-    for p in ANYIO_PACKAGES:
-        os.symlink(os.path.join(DEBIAN_PACKAGES, p), os.path.join(tmp, p))
-    return tmp
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,22 @@ from helpers import (INTERPRETERS, RECORD_TIMEOUT, TIMEOUT_SCALE, Frame, Recordi
                      TaskFrame, Workload, show, start_all, total, wait_for, wait_sampling)
 
 
+# Debian's anyio and what it imports: pure Python, so that pyenv's interpreters, which
+# have no anyio, run it too
+DEBIAN_PACKAGES = "/usr/lib/python3/dist-packages"
+ANYIO_PACKAGES = ["anyio", "sniffio", "idna"]
+
+
+def anyio_dir(tmp):
+    """A directory holding only Debian's anyio and its imports (links), or None without
+    them. In a tree the links lead to the tree's own copies, if any."""
+    if not all(os.path.isdir(os.path.join(DEBIAN_PACKAGES, p)) for p in ANYIO_PACKAGES):
+        return None
+    for p in ANYIO_PACKAGES:
+        os.symlink(os.path.join(DEBIAN_PACKAGES, p), os.path.join(tmp, p))
+    return tmp
+
+
 def interp_params():
     """One pytest.param per interpreter, skipped with its reason when it is missing."""
     return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]

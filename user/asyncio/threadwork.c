@@ -157,6 +157,23 @@ static int find_anyio(const struct objread *r, struct py_work *w)
 	return ret;
 }
 
+/* What tells a job queued in a pool from one running (wall mode's marker): optional, the
+ * pool link works without it. */
+static void find_queued(const struct objread *r, uint64_t chain, uint64_t future_type,
+			struct py_work *w)
+{
+	uint64_t check, mod, pending;
+
+	if (nested_code(r, chain, "_call_check_cancel", &check) ||
+	    free_index(r, check, "source", &w->check_cell) ||
+	    obj_attr_place(r, future_type, "_state", &w->future_state) ||
+	    obj_module(r, "concurrent.futures._base", &mod) ||
+	    obj_module_attr(r, mod, "PENDING", &pending))
+		return;
+	w->pending_state = pending;
+	w->check_cancel_code = check;
+}
+
 static int find_pool(const struct objread *r, struct py_work *w)
 {
 	const struct py_objmodel *m = r->m;
@@ -187,6 +204,7 @@ static int find_pool(const struct objread *r, struct py_work *w)
 	w->func_closure = m->func_closure;
 	w->cell_ref = m->cell_ref;
 	w->code[WORK_POOL] = code;
+	find_queued(r, chain, future_type, w);
 	return 0;
 }
 

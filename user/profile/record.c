@@ -492,6 +492,9 @@ static void add_sample(struct record *r, struct target *tg, const struct py_samp
 	if (h->flags & SAMPLE_NO_TSTATE && ns && ns->n)
 		ids[n++] = special(r, "[no Python thread state]");
 	n = join(r, tg, s, nh, ns, ids, n);
+	/* wall mode: what the task awaits is a pool's job no worker has taken yet */
+	if (h->flags & SAMPLE_SUSPENDED && h->flags & SAMPLE_QUEUED)
+		ids[n++] = special(r, "[queued in thread pool]");
 	if (h->flags & SAMPLE_NO_TSTATE && !(ns && ns->n))
 		ids[n++] = special(r, "[no Python thread state]");
 	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED)))

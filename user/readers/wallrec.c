@@ -30,6 +30,11 @@ struct proc_ent {
 	size_t ntasks, cap;
 };
 
+/* A task a pool worker's sample of this tick is linked to (tasks[0] of a SAMPLE_WORK) */
+struct linked_task {
+	uint64_t addr, serial;
+};
+
 struct wallrec {
 	struct wall *w;
 	struct record *rec;
@@ -52,11 +57,18 @@ struct wallrec {
 	 * stands for (leaves / sampled) */
 	uint64_t dt;
 	uint64_t leaves, sampled;
+	/* this run's suspended-task samples, held until all of its thread samples are seen
+	 * (each at an offset of held, aligned), and the tasks its workers are linked to */
+	unsigned char *held;
+	size_t nheld, capheld;
+	struct linked_task *linked;
+	size_t nlinked, caplinked;
 	/* statistics */
 	uint64_t ticks, late, run_errors, capped, budgeted, tick_ns;
 	uint64_t listed, walked;
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
+	uint64_t folded, folded_ns, hold_lost;
 };
 
 static uint64_t next_rand(struct wallrec *wr)
@@ -111,23 +123,107 @@ static uint64_t cpu_delta(struct wallrec *wr, uint32_t pid, uint32_t tid, uint64
 	return d;
 }
 
+/* Each sampled task stands for leaves / sampled of them. */
+static uint64_t task_wall(const struct wallrec *wr)
+{
+	return (wr->dt * wr->leaves + wr->sampled / 2) / wr->sampled;
+}
+
+static int note_linked(struct wallrec *wr, const struct task_rec *t)
+{
+	if (wr->nlinked == wr->caplinked) {
+		size_t cap = wr->caplinked ? wr->caplinked * 2 : 16;
+		struct linked_task *l = realloc(wr->linked, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		wr->linked = l;
+		wr->caplinked = cap;
+	}
+	wr->linked[wr->nlinked++] = (struct linked_task){ .addr = t->addr, .serial = t->serial };
+	return 0;
+}
+
+static int hold(struct wallrec *wr, const struct wall_sample *ws, size_t size)
+{
+	size_t need = sizeof(size_t) + ((size + 15) & ~(size_t)15);
+
+	if (wr->nheld + need > wr->capheld) {
+		size_t cap = wr->capheld ? wr->capheld : 1 << 16;
+		unsigned char *b;
+
+		while (cap < wr->nheld + need)
+			cap *= 2;
+		b = realloc(wr->held, cap);
+		if (!b)
+			return -ENOMEM;
+		wr->held = b;
+		wr->capheld = cap;
+	}
+	memcpy(wr->held + wr->nheld, &size, sizeof(size));
+	memcpy(wr->held + wr->nheld + sizeof(size_t), ws, size);
+	wr->nheld += need;
+	return 0;
+}
+
 static void on_sample(void *ctx, const struct wall_sample *ws, size_t size)
 {
 	struct wallrec *wr = ctx;
-	uint64_t wall, cpu = 0;
+	uint64_t wall, cpu;
 
-	(void)size;
 	if (ws->kind == WALL_TASK) {
-		/* each sampled task stands for leaves / sampled of them */
-		wall = (wr->dt * wr->leaves + wr->sampled / 2) / wr->sampled;
+		if (!hold(wr, ws, size))
+			return;
+		/* not held: counted now, fold or not */
+		wr->hold_lost++;
+		wall = task_wall(wr);
 		wr->wall_tasks += wall;
-	} else {
-		wall = wr->dt;
-		cpu = cpu_delta(wr, ws->s.hdr.pid, ws->s.hdr.tid, ws->cpu_ns);
-		wr->wall_threads += wall;
-		wr->cpu_total += cpu;
+		record_sample_ns(wr->rec, &ws->s, wall, 0);
+		return;
 	}
+	wall = wr->dt;
+	cpu = cpu_delta(wr, ws->s.hdr.pid, ws->s.hdr.tid, ws->cpu_ns);
+	wr->wall_threads += wall;
+	wr->cpu_total += cpu;
+	if (ws->s.hdr.flags & SAMPLE_WORK && ws->s.hdr.ntasks)
+		note_linked(wr, &ws->s.tasks[0]);
 	record_sample_ns(wr->rec, &ws->s, wall, cpu);
+}
+
+static int is_linked(const struct wallrec *wr, const struct task_rec *t)
+{
+	for (size_t i = 0; i < wr->nlinked; i++)
+		if (wr->linked[i].addr == t->addr && wr->linked[i].serial == t->serial)
+			return 1;
+	return 0;
+}
+
+/* After a run: its suspended-task samples. A task that a worker's sample of the same run
+ * is linked to is left out: that sample stands for the same interval and already shows
+ * the task's whole stack, the worker's frames under it, so the task would count twice.
+ * Joined here, where all of a run's records are at hand, rather than in BPF, where the
+ * suspended tasks are walked at the first thread, before most workers are. */
+static void flush_held(struct wallrec *wr)
+{
+	uint64_t wall = task_wall(wr);
+
+	for (size_t at = 0; at < wr->nheld;) {
+		size_t size;
+		const struct wall_sample *ws;
+
+		memcpy(&size, wr->held + at, sizeof(size));
+		ws = (const struct wall_sample *)(wr->held + at + sizeof(size_t));
+		at += sizeof(size_t) + ((size + 15) & ~(size_t)15);
+		if (ws->s.hdr.ntasks && wr->nlinked && is_linked(wr, &ws->s.tasks[0])) {
+			wr->folded++;
+			wr->folded_ns += wall;
+			continue;
+		}
+		wr->wall_tasks += wall;
+		record_sample_ns(wr->rec, &ws->s, wall, 0);
+	}
+	wr->nheld = 0;
+	wr->nlinked = 0;
 }
 
 struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracker *tr,
@@ -164,6 +260,8 @@ void wallrec_free(struct wallrec *wr)
 	free(wr->procs);
 	free(wr->buf);
 	free(wr->cpu);
+	free(wr->held);
+	free(wr->linked);
 	pthread_mutex_destroy(&wr->mu);
 	free(wr);
 }
@@ -302,6 +400,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 	wr->listed += wr->nbuf;
 	wr->walked += k;
 	ret = wall_run(wr->w, tg->t.pid, wr->buf, k);
+	flush_held(wr);
 	if (k) {
 		took = (mono_ns() - now) / k;
 		l->task_ns = l->task_ns ? (3 * l->task_ns + took) / 4 : took;
@@ -409,6 +508,13 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		(unsigned long long)st.stat[WSTAT_TASK_ACTIVE]);
 	fprintf(f, "wall time: threads %.3f s, suspended tasks %.3f s; cpu time %.3f s\n",
 		wr->wall_threads / 1e9, wr->wall_tasks / 1e9, wr->cpu_total / 1e9);
+	fprintf(f,
+		"wall tasks folded into thread work: %llu (%.3f s; not held, so not folded: "
+		"%llu)\n",
+		(unsigned long long)wr->folded, wr->folded_ns / 1e9,
+		(unsigned long long)wr->hold_lost);
+	fprintf(f, "wall tasks queued in a thread pool: %llu (suspended-task samples)\n",
+		(unsigned long long)st.stat[WSTAT_QUEUED]);
 	fprintf(f, "wall reads: %llu (%.1f per tick)\n", (unsigned long long)st.stat[WSTAT_READS],
 		wr->ticks ? (double)st.stat[WSTAT_READS] / wr->ticks : 0.0);
 	fprintf(f, "wall task names from cache: %llu, copied: %llu\n",

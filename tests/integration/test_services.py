@@ -55,15 +55,18 @@ class Service:
     def __init__(self, name, script, modules, paths, request_frame, server, pool_work=None):
         self.name, self.script, self.modules = name, script, modules
         self.paths, self.request_frame, self.server = paths, request_frame, server
-        # helpers run in worker threads for a request: {helper: its route's endpoint}
+        # helpers run in worker threads for a request: {helper: the frame above it that
+        # ties it to its route (its endpoint; Starlette's BackgroundTask.__call__ for a
+        # sync background task, whose endpoint has returned)}
         self.pool_work = pool_work or {}
 
 
 SERVICES = [
     Service("fastapi", "svc_fastapi.py", ("fastapi", "starlette", "anyio", "uvicorn", "asyncpg"),
-            ["/users", "/report", "/sync", "/offload", "/bg", "/ff"],
+            ["/users", "/report", "/sync", "/offload", "/bg", "/bgsync", "/ff"],
             "RequestResponseCycle.run_asgi", "postgres",
-            {"crunch_stats": "sync_stats", "hash_blob": "offload", "compress_blob": "offload"}),
+            {"crunch_stats": "sync_stats", "hash_blob": "offload", "compress_blob": "offload",
+             "tally_audit": "BackgroundTask.__call__"}),
     Service("aiohttp", "svc_aiohttp.py", ("aiohttp", "redis"),
             ["/items", "/stats", "/offload", "/ff"],
             "RequestHandler._handle_request", "redis",
@@ -575,10 +578,16 @@ def test_worker_thread_names(run):
 
 def test_pool_work_under_request(run):
     """Work a request sends to worker threads (a plain `def` endpoint in anyio's pool,
-    asyncio.to_thread, run_in_executor into an executor of the service's own) is drawn
-    under the request that awaits it in at least 90% of its samples: [thread work], the
-    request task's frames, then the worker, with the route's endpoint above the helper (in
-    the request's frames, or the worker's for a def endpoint)."""
+    asyncio.to_thread, run_in_executor into an executor of the service's own, a plain
+    `def` background task) is drawn under the request that awaits it in at least 90% of
+    its samples: [thread work], the request task's frames, then the worker, with the
+    route's endpoint above the helper (in the request's frames, or the worker's for a def
+    endpoint). A sync background task (FastAPI's /bgsync: tally_audit) runs after its
+    endpoint returned and the response was sent, still in the request's task: no frame of
+    the drawing names its route any more, so "under its request" means [thread work], the
+    request's task (its run_asgi frame) and Starlette's BackgroundTask.__call__ in the
+    task's frames, awaiting anyio's run_sync; the route is known only because no other
+    route adds tally_audit."""
     bad = []
     for h, endpoint in sorted(run.svc.pool_work.items()):
         samples = run.helper_samples(h)

@@ -292,3 +292,36 @@ def test_stats(recorded):
             unlinked, n, " and ".join(o for _, _, _, o in ORPHANS), ", ".join(
                 "%s %d" % kv for kv in left.items()), "; ".join(
                     l for l in r.err_lines() if l.startswith("thread")), 100 * LINKED_SHARE))
+
+
+# --stats' counts of a pool worker's sample by what its link came to, adding up to
+# "thread work samples"
+OUTCOMES = ["thread work linked", "thread work unlinked", "thread work without a future",
+            "thread work task unseen", "thread work unreadable"]
+
+
+def test_stats_every_outcome(recorded):
+    """--stats counts every pool worker's sample in a pool frame outside a task (thread
+    work samples: at least those drawn with [thread work] and the plain-submit pool's)
+    once, by what its link came to: the five outcomes add up to it. The plain thread's
+    items, which no asyncio future stands for, are at least 95% of their samples among
+    thread work without a future."""
+    r, loads = recorded
+    lines = "; ".join(l for l in r.err_lines() if l.startswith("thread"))
+    every = stat(r, "thread work samples")
+    parts = {o: stat(r, o) for o in OUTCOMES}
+    assert sum(parts.values()) == every, "--stats: the outcomes add up to %d, not thread " \
+        "work samples' %d: %s" % (sum(parts.values()), every, lines)
+    drawn = total(s for s in r.samples if s.thread_work)
+    plain = {i: total(s for s in r.of_pid(w.pid) if PLAIN_FN in fn_names(s))
+             for i, w in loads.items()}
+    n = sum(plain.values())
+    assert n >= MIN_SAMPLES, "only %d samples of %s" % (n, PLAIN_FN)
+    assert every >= drawn + n - r.lost, "--stats: thread work samples: %d, fewer than the " \
+        "%d [thread work] samples and %d of %s drawn (%d lost): %s" % (
+            every, drawn, n, PLAIN_FN, r.lost, lines)
+    no_future = parts["thread work without a future"]
+    assert no_future >= LINKED_SHARE * n, "--stats: thread work without a future: %d, but " \
+        "%d samples of %s (%s), submitted from a plain thread: need %d%% counted; %s" % (
+            no_future, n, PLAIN_FN, ", ".join("%s %d" % kv for kv in plain.items()),
+            100 * LINKED_SHARE, lines)

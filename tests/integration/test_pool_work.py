@@ -36,6 +36,10 @@ ARGS = ["--stats"]
 MECHS = [("default", "run-default", "burn_default"), ("own", "run-own", "burn_own"),
          ("to_thread", "to-thread", "burn_to_thread")]
 CHURN_FNS = ["churn_work_%d" % k for k in range(4)]
+# the churn is sampled at least this long, and runs at least this many items meanwhile
+# (issue 26's acceptance: 200 short items from 4 tasks on 2 threads, 30 s)
+CHURN_SECONDS = 30
+CHURN_ITEMS = 200
 # (how the task let go, task, function, the function's part after it did)
 ORPHANS = [("wait_for", "orphan-owner", "burn_orphan", "orphan_left"),
            ("cancel", "cancel-victim", "burn_cancelled", "cancelled_left")]
@@ -54,6 +58,16 @@ def progress(w, now):
     return {k: round(v, 3) for k, v in out.items()}
 
 
+def churn_items(w, now):
+    """The churn items each load began since sampling began, all four tasks together."""
+    return sum(now["calls"][fn] - w.before["calls"][fn] for fn in CHURN_FNS)
+
+
+def churn_long(w, now, seconds):
+    """CHURN_SECONDS sampled and CHURN_ITEMS churn items run meanwhile"""
+    return seconds >= CHURN_SECONDS and churn_items(w, now) >= CHURN_ITEMS
+
+
 @pytest.fixture(scope="module")
 def recorded(root_record_bin):
     """(Recording, {interpreter id: workload}): one recording of pool_work.py on every
@@ -61,7 +75,8 @@ def recorded(root_record_bin):
     processes on 2 CPUs starve it: a minute here)."""
     with started("pool_work.py") as pairs:
         loads = [w for _, w in pairs]
-        r = record_work(root_record_bin, loads, FREQ, ARGS, WORK_CPU, progress, pause=True)
+        r = record_work(root_record_bin, loads, FREQ, ARGS, WORK_CPU, progress, pause=True,
+                        until=churn_long)
         assert r.rc == 0, "asyncbpf-record failed" + r.describe()
         yield r, {i.id: w for i, w in pairs}
 
@@ -191,9 +206,18 @@ def test_unlinked_drawn_as_before(run, how):
 @pytest.mark.parametrize("python", interp_params())
 def test_churn_never_under_another_task(run):
     """Four tasks share a 2-thread pool, items queued behind each other, each thread
-    running every task's items in turn: no sample of churn_work_K is drawn under a task
-    other than churn-K (linked ones have <task churn-K> last before <thread ...>)."""
+    running every task's items in turn, for at least CHURN_SECONDS and CHURN_ITEMS items:
+    no sample of churn_work_K is drawn under a task other than churn-K (linked ones have
+    <task churn-K> last before <thread ...>)."""
     assert sorted(run.churn) == CHURN_FNS, run.churn
+    items = churn_items(run.w, run.w.stop)
+    print("%s: churn sampled %.1fs, %d items" % (run.interp.id, run.r.sampled, items))
+    assert run.r.sampled >= CHURN_SECONDS and items >= CHURN_ITEMS, "%s: churn sampled " \
+        "%.1fs, %d items: the recording should have waited for %ds and %d" % (
+            run.interp.id, run.r.sampled, items, CHURN_SECONDS, CHURN_ITEMS)
+    shared = {fn: run.tids(fn) for fn in CHURN_FNS}
+    assert all(len(t) == 2 for t in shared.values()), "workload: each churn function " \
+        "should have run in both of the pool's threads: %s" % shared
     samples, wrong, linked = [], {}, 0
     for fn, c in sorted(run.churn.items()):
         run.check_submitters(fn, c["name"])

@@ -583,11 +583,14 @@ def test_pool_work_under_request(run):
     its samples: [thread work], the request task's frames, then the worker, with the
     route's endpoint above the helper (in the request's frames, or the worker's for a def
     endpoint). A sync background task (FastAPI's /bgsync: tally_audit) runs after its
-    endpoint returned and the response was sent, still in the request's task: no frame of
-    the drawing names its route any more, so "under its request" means [thread work], the
-    request's task (its run_asgi frame) and Starlette's BackgroundTask.__call__ in the
-    task's frames, awaiting anyio's run_sync; the route is known only because no other
-    route adds tally_audit."""
+    endpoint returned and the response was sent, in the task BaseHTTPMiddleware's
+    call_next made for the request: drawn as <task RequestResponseCycle.run_asgi>, its
+    frames where the middleware made that task, [created by], <task ...call_next...coro>,
+    Route.handle, Response.__call__, BackgroundTask.__call__, anyio's run_sync, then the
+    worker. No frame names its route any more (Route.handle is every route's), so "under
+    its request" means [thread work], the request's run_asgi frame and Starlette's
+    BackgroundTask.__call__ before the worker; the route is known only because no other
+    route adds tally_audit. Each helper's share is printed (pytest -s)."""
     bad = []
     for h, endpoint in sorted(run.svc.pool_work.items()):
         samples = run.helper_samples(h)
@@ -599,6 +602,8 @@ def test_pool_work_under_request(run):
                   and run.svc.request_frame in s.qualnames()[:s.mark]
                   and endpoint in s.qualnames()[:s.index(h)]]
         share = sum(s.count for s in linked) / n
+        print("%s on %s: %s under its request in %.1f%% of %d samples" % (
+            run.svc.name, run.interp.id, h, 100 * share, n))
         if share < POOL_SHARE:
             rest = [s for s in samples if s not in linked]
             ex = max(rest, key=lambda s: s.count)

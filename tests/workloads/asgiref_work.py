@@ -41,8 +41,10 @@ try:  # before any thread burns: an import under GIL contention crawls
     from asgiref.sync import sync_to_async
     ASGIREF_WHY = None
 except ImportError as e:
-    ASGIREF_WHY = "%s (%d.%d) cannot import asgiref: %s" % (
-        sys.executable, sys.version_info[0], sys.version_info[1], e)
+    # in a Debian tree, argv[1]'s link leads to the tree's own python3-asgiref, if any
+    ASGIREF_WHY = "%s (%d.%d) cannot import asgiref: %s (no python3-asgiref of its own%s)" % (
+        sys.executable, sys.version_info[0], sys.version_info[1], e,
+        " nor at %s, as its root sees it" % sys.argv[1] if len(sys.argv) > 1 else "")
 
 CALL_CPU = 0.05  # seconds of CPU per call of a burn_X
 JITTER = 0.02  # a task sleeps up to this long between its calls

@@ -95,8 +95,15 @@ enum sample_flags {
 	 * running_idx the worker's frame (it and the frames outside it are the pool's) */
 	SAMPLE_WORK = 1 << 5,
 	SAMPLE_WORK_STALE = 1 << 6, /* a worker frame whose item no task awaits now */
+	/* a pool worker's frame outside any task: the link was tried. Without SAMPLE_WORK
+	 * or SAMPLE_WORK_STALE, why it stopped: one of the two below, else a read failed */
+	SAMPLE_WORK_FRAME = 1 << 7,
+	/* no asyncio future stands for the item: submitted outside asyncio or too recently
+	 * to have one; an anyio worker between items */
+	SAMPLE_WORK_NO_FUTURE = 1 << 8,
+	SAMPLE_WORK_UNSEEN = 1 << 9, /* the awaiting task is not in the maps yet */
 	/* a suspended task awaiting a thread pool's job that has not started (wall mode) */
-	SAMPLE_QUEUED = 1 << 7,
+	SAMPLE_QUEUED = 1 << 10,
 };
 
 /* --native: the interrupted user registers and a copy of the user stack from rsp up,

@@ -985,8 +985,11 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 		return 1;
 	}
 	/* a task the maps do not know yet: not drawn */
-	if (pw_task_serial(w->pid, task, &v[3]) ||
-	    pw_read(w->r, &v[0], 8, task + p->async.task_coro) || !v[0])
+	if (pw_task_serial(w->pid, task, &v[3])) {
+		w->smp->hdr.flags |= SAMPLE_WORK_UNSEEN;
+		return 1;
+	}
+	if (pw_read(w->r, &v[0], 8, task + p->async.task_coro) || !v[0])
 		return 1;
 	w->cur = task;
 	w->cur_coro = v[0];
@@ -1013,9 +1016,13 @@ static PW_NOINLINE int pw_anyio_link(struct pw_tasks *w)
 		return 1;
 	/* v[0]: the thread's Context, v[1]: the item's */
 	if (pw_read(r, &v[0], 8, w->smp->hdr.tstate + p->async.tstate_context) ||
-	    pw_read(r, &v[1], 8, locals + 8 * (__u64)p->work.anyio_context) || !v[0] ||
-	    pw_untag(&p->layout, v[1]) != v[0] ||
-	    pw_read(r, &v[2], 8, locals + 8 * (__u64)p->work.anyio_future))
+	    pw_read(r, &v[1], 8, locals + 8 * (__u64)p->work.anyio_context))
+		return 1;
+	if (!v[0] || pw_untag(&p->layout, v[1]) != v[0]) {
+		w->smp->hdr.flags |= SAMPLE_WORK_NO_FUTURE; /* between items */
+		return 1;
+	}
+	if (pw_read(r, &v[2], 8, locals + 8 * (__u64)p->work.anyio_future))
 		return 1;
 	fut = pw_untag(&p->layout, v[2]);
 	if (!fut || pw_read(r, &v[3], 8, fut + p->async.fut_callback0) || !v[3] ||
@@ -1054,11 +1061,16 @@ static PW_NOINLINE int pw_pool_link(struct pw_tasks *w)
 	if (pw_read(r, &v[0], 8,
 		    w->s->work_frame + p->async.frame_localsplus + 8 * (__u64)k->pool_self) ||
 	    pw_attr(r, pw_untag(&p->layout, v[0]), &k->item_future, &v[1]) ||
-	    pw_attr(r, v[1], &k->done_callbacks, &v[2]) || pw_list_first(r, k, v[2], &v[0]))
+	    pw_attr(r, v[1], &k->done_callbacks, &v[2]))
 		return 1;
+	/* no done-callback, or not wrap_future's: no asyncio future stands for the item */
+	if (pw_list_first(r, k, v[2], &v[0]) || pw_read(r, &v[1], 8, v[0] + k->func_code) ||
+	    v[1] != k->set_state_code) {
+		w->smp->hdr.flags |= SAMPLE_WORK_NO_FUTURE;
+		return 1;
+	}
 	/* the closure's destination cell */
-	if (pw_read(r, &v[1], 8, v[0] + k->func_code) || v[1] != k->set_state_code ||
-	    pw_read(r, &v[1], 8, v[0] + k->func_closure) || !v[1] ||
+	if (pw_read(r, &v[1], 8, v[0] + k->func_closure) || !v[1] ||
 	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) || !v[2] ||
 	    pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
 		return 1;
@@ -1084,8 +1096,10 @@ static PW_NOINLINE int pw_first_task(struct pw_tasks *w)
 	pw_find_running(&f);
 	if (!f.task && !w->s->work_frame)
 		return 1;
-	if (!f.task)
+	if (!f.task) {
+		w->smp->hdr.flags |= SAMPLE_WORK_FRAME;
 		return w->s->work_kind == WORK_POOL ? pw_pool_link(w) : pw_anyio_link(w);
+	}
 	w->cur = f.task;
 	w->cur_coro = f.coro;
 	w->cur_serial = f.serial;

@@ -12,6 +12,8 @@ pkgs="$pkgs python3-aiohttp python3-numpy"
 # PostgreSQL, aiohttp with redis against a redis-server, loaded by wrk
 pkgs="$pkgs python3-fastapi python3-uvicorn python3-anyio python3-starlette python3-asyncpg"
 pkgs="$pkgs postgresql redis-server python3-redis wrk"
+# asgiref's sync_to_async, linked as thread work (test_asgiref_work.py)
+pkgs="$pkgs python3-asgiref"
 # pprof's reader (go tool pprof) and a headless browser for the output-format tests
 pkgs="$pkgs golang-go chromium"
 # asyncbpf-top draws with ncursesw; its test drives it in tmux

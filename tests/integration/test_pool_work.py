@@ -36,6 +36,10 @@ ARGS = ["--stats"]
 MECHS = [("default", "run-default", "burn_default"), ("own", "run-own", "burn_own"),
          ("to_thread", "to-thread", "burn_to_thread")]
 CHURN_FNS = ["churn_work_%d" % k for k in range(4)]
+# the churn is sampled at least this long, and runs at least this many items meanwhile
+# (issue 26's acceptance: 200 short items from 4 tasks on 2 threads, 30 s)
+CHURN_SECONDS = 30
+CHURN_ITEMS = 200
 # (how the task let go, task, function, the function's part after it did)
 ORPHANS = [("wait_for", "orphan-owner", "burn_orphan", "orphan_left"),
            ("cancel", "cancel-victim", "burn_cancelled", "cancelled_left")]
@@ -54,6 +58,16 @@ def progress(w, now):
     return {k: round(v, 3) for k, v in out.items()}
 
 
+def churn_items(w, now):
+    """The churn items each load began since sampling began, all four tasks together."""
+    return sum(now["calls"][fn] - w.before["calls"][fn] for fn in CHURN_FNS)
+
+
+def churn_long(w, now, seconds):
+    """CHURN_SECONDS sampled and CHURN_ITEMS churn items run meanwhile"""
+    return seconds >= CHURN_SECONDS and churn_items(w, now) >= CHURN_ITEMS
+
+
 @pytest.fixture(scope="module")
 def recorded(root_record_bin):
     """(Recording, {interpreter id: workload}): one recording of pool_work.py on every
@@ -61,7 +75,8 @@ def recorded(root_record_bin):
     processes on 2 CPUs starve it: a minute here)."""
     with started("pool_work.py") as pairs:
         loads = [w for _, w in pairs]
-        r = record_work(root_record_bin, loads, FREQ, ARGS, WORK_CPU, progress, pause=True)
+        r = record_work(root_record_bin, loads, FREQ, ARGS, WORK_CPU, progress, pause=True,
+                        until=churn_long)
         assert r.rc == 0, "asyncbpf-record failed" + r.describe()
         yield r, {i.id: w for i, w in pairs}
 
@@ -191,9 +206,18 @@ def test_unlinked_drawn_as_before(run, how):
 @pytest.mark.parametrize("python", interp_params())
 def test_churn_never_under_another_task(run):
     """Four tasks share a 2-thread pool, items queued behind each other, each thread
-    running every task's items in turn: no sample of churn_work_K is drawn under a task
-    other than churn-K (linked ones have <task churn-K> last before <thread ...>)."""
+    running every task's items in turn, for at least CHURN_SECONDS and CHURN_ITEMS items:
+    no sample of churn_work_K is drawn under a task other than churn-K (linked ones have
+    <task churn-K> last before <thread ...>)."""
     assert sorted(run.churn) == CHURN_FNS, run.churn
+    items = churn_items(run.w, run.w.stop)
+    print("%s: churn sampled %.1fs, %d items" % (run.interp.id, run.r.sampled, items))
+    assert run.r.sampled >= CHURN_SECONDS and items >= CHURN_ITEMS, "%s: churn sampled " \
+        "%.1fs, %d items: the recording should have waited for %ds and %d" % (
+            run.interp.id, run.r.sampled, items, CHURN_SECONDS, CHURN_ITEMS)
+    shared = {fn: run.tids(fn) for fn in CHURN_FNS}
+    assert all(len(t) == 2 for t in shared.values()), "workload: each churn function " \
+        "should have run in both of the pool's threads: %s" % shared
     samples, wrong, linked = [], {}, 0
     for fn, c in sorted(run.churn.items()):
         run.check_submitters(fn, c["name"])
@@ -292,3 +316,36 @@ def test_stats(recorded):
             unlinked, n, " and ".join(o for _, _, _, o in ORPHANS), ", ".join(
                 "%s %d" % kv for kv in left.items()), "; ".join(
                     l for l in r.err_lines() if l.startswith("thread")), 100 * LINKED_SHARE))
+
+
+# --stats' counts of a pool worker's sample by what its link came to, adding up to
+# "thread work samples"
+OUTCOMES = ["thread work linked", "thread work unlinked", "thread work without a future",
+            "thread work task unseen", "thread work unreadable"]
+
+
+def test_stats_every_outcome(recorded):
+    """--stats counts every pool worker's sample in a pool frame outside a task (thread
+    work samples: at least those drawn with [thread work] and the plain-submit pool's)
+    once, by what its link came to: the five outcomes add up to it. The plain thread's
+    items, which no asyncio future stands for, are at least 95% of their samples among
+    thread work without a future."""
+    r, loads = recorded
+    lines = "; ".join(l for l in r.err_lines() if l.startswith("thread"))
+    every = stat(r, "thread work samples")
+    parts = {o: stat(r, o) for o in OUTCOMES}
+    assert sum(parts.values()) == every, "--stats: the outcomes add up to %d, not thread " \
+        "work samples' %d: %s" % (sum(parts.values()), every, lines)
+    drawn = total(s for s in r.samples if s.thread_work)
+    plain = {i: total(s for s in r.of_pid(w.pid) if PLAIN_FN in fn_names(s))
+             for i, w in loads.items()}
+    n = sum(plain.values())
+    assert n >= MIN_SAMPLES, "only %d samples of %s" % (n, PLAIN_FN)
+    assert every >= drawn + n - r.lost, "--stats: thread work samples: %d, fewer than the " \
+        "%d [thread work] samples and %d of %s drawn (%d lost): %s" % (
+            every, drawn, n, PLAIN_FN, r.lost, lines)
+    no_future = parts["thread work without a future"]
+    assert no_future >= LINKED_SHARE * n, "--stats: thread work without a future: %d, but " \
+        "%d samples of %s (%s), submitted from a plain thread: need %d%% counted; %s" % (
+            no_future, n, PLAIN_FN, ", ".join("%s %d" % kv for kv in plain.items()),
+            100 * LINKED_SHARE, lines)

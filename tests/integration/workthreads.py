@@ -74,12 +74,15 @@ def cpu_since(w, now):
     return {fn: round(c - w.before["cpu"][fn], 3) for fn, c in now["cpu"].items()}
 
 
-def record_work(binary, loads, freq, args, work_cpu, progress=cpu_since, pause=False):
+def record_work(binary, loads, freq, args, work_cpu, progress=cpu_since, pause=False,
+                until=None):
     """Records loads at freq (asyncbpf-record's args besides -p and -F) until each of
     what progress(load, answer) counts has burnt work_cpu seconds since sampling began
-    (the functions' own measure); each load's answers when sampling began, when it was
-    told to stop and after it stopped go to its .before, .stop and .after. With pause,
-    the loads are stopped (SIGSTOP) while the recorder writes its output."""
+    (the functions' own measure), and until(load, answer, seconds sampled) holds for each
+    load, if given; each load's answers when sampling began, when it was told to stop and
+    after it stopped go to its .before, .stop and .after, the seconds sampled (from the
+    first answer to the last) to the Recording's .sampled. With pause, the loads are
+    stopped (SIGSTOP) while the recorder writes its output."""
     argv = [binary, "-p", ",".join(str(w.pid) for w in loads), "-F", str(freq)] + args
     timeout = RECORD_TIMEOUT * TIMEOUT_SCALE
     t0 = time.monotonic()
@@ -87,9 +90,10 @@ def record_work(binary, loads, freq, args, work_cpu, progress=cpu_since, pause=F
     rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_sampling(rec, timeout)
+        t_begin = time.monotonic()
         for w in loads:
             w.before = ask(w)
-        now = {}
+        now, sampled = {}, [0.0]
 
         def done():
             assert rec.poll() is None, "asyncbpf-record exited (rc %s) while sampling" % (
@@ -97,9 +101,12 @@ def record_work(binary, loads, freq, args, work_cpu, progress=cpu_since, pause=F
             for w in loads:
                 w.stop = ask(w)
                 now[w.pid] = progress(w, w.stop)
-            return all(c >= work_cpu for cpu in now.values() for c in cpu.values())
-        wait_for(done, timeout, lambda: "%gs of CPU in each function, sampled; have %s" % (
-            work_cpu, now), 0.2)
+            sampled[0] = time.monotonic() - t_begin
+            return all(c >= work_cpu for cpu in now.values() for c in cpu.values()) and (
+                until is None or all(until(w, w.stop, sampled[0]) for w in loads))
+        wait_for(done, timeout, lambda: "%gs of CPU in each function, sampled%s; have %s "
+                 "after %.1fs" % (work_cpu, "" if until is None else " and " + (
+                     until.__doc__ or until.__name__), now, sampled[0]), 0.2)
         if pause:
             for w in loads:
                 os.kill(w.pid, signal.SIGSTOP)
@@ -119,7 +126,9 @@ def record_work(binary, loads, freq, args, work_cpu, progress=cpu_since, pause=F
             rec.kill()
             rec.wait()
     out, err = out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
-    return Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
+    r = Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
+    r.sampled = sampled[0]
+    return r
 
 
 def fn_names(s, frames=None):

@@ -60,7 +60,7 @@ import _work
 
 CALL_CPU = 0.06  # seconds of CPU per call of a burn_X
 JITTER = 0.02  # a MECHS task sleeps up to this long between its calls
-CHURN_CPU = (0.005, 0.01)  # seconds of CPU per churn item
+CHURN_CPU = (0.002, 0.005)  # seconds of CPU per churn item: short, many of them
 ORPHAN_CPU = 0.5  # seconds of CPU per call of burn_orphan, burn_cancelled
 ORPHAN_TIMEOUT = 0.05  # wait_for's timeout on burn_orphan
 CANCEL_AFTER = 0.05  # the canceller cancels cancel-victim this long after burn_cancelled began

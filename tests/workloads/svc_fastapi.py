@@ -21,6 +21,8 @@ sign_response):
             (compress_blob)
   /bg       async: a BackgroundTasks task, write_audit (an INSERT, then audit_digest),
             run after the response
+  /bgsync   async: a BackgroundTasks task that is a plain def, tally_audit (Starlette
+            runs it in anyio's thread pool after the response, in the request's task)
   /ff       async: a fire-and-forget asyncio.create_task named NAME_EMOJI
             (refresh_cache: a query, then rebuild_index), not awaited
 plus _svc.py's named background tasks (warm_cache, compact_stats, sweep_sessions).
@@ -137,6 +139,17 @@ def audit_digest(text):
     return h
 
 
+def tally_audit(note):
+    """The /bgsync route's background task, itself a helper: run in a worker thread."""
+    serve_as("/bgsync")
+    t0 = time.thread_time()
+    counts = [0] * 32
+    for i in range(7000):
+        counts[(i * 40503 + len(note)) % 32] += i & 3
+    LEDGER.charge(t0)
+    return sum(counts)
+
+
 def rebuild_index(top):
     t0 = time.thread_time()
     index = {}
@@ -226,6 +239,13 @@ async def write_audit(note):
 async def enqueue_audit(background_tasks: BackgroundTasks):
     serve_as("/bg")
     background_tasks.add_task(write_audit, "audit entry %.6f" % time.time())
+    return Response("queued", media_type="text/plain")
+
+
+@app.get("/bgsync")
+async def enqueue_tally(background_tasks: BackgroundTasks):
+    serve_as("/bgsync")
+    background_tasks.add_task(tally_audit, "tally %.6f" % time.time())
     return Response("queued", media_type="text/plain")
 
 

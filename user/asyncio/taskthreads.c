@@ -125,6 +125,8 @@ int taskthreads_read(const struct py_target *t, const struct atasks *a, struct t
 		return -ENOMEM;
 	w->t = *t;
 	ret = threadwork_find(&w->t, &w->t.proc.work);
+	if (ret > 0)
+		ret = 0; /* the executor has made no item: none runs */
 	/* no pool found: none in use, so no thread runs a task's work */
 	if (!ret && (w->t.proc.work.code[WORK_ANYIO] || w->t.proc.work.code[WORK_POOL])) {
 		for (size_t i = 0; i < a->n; i++)

@@ -186,14 +186,16 @@ static int find_pool(const struct objread *r, struct py_work *w)
 	    (ret = nested_code(r, chain, "_call_set_state", &set_state)) ||
 	    (ret = free_index(r, set_state, "destination", &w->pool_cell)))
 		return ret;
-	/* the classes' shared keys exist once an instance was made: until then, not found */
+	/* the classes' shared keys exist once an instance was made: until then, not found
+	 * (-EAGAIN: made later, with nothing imported meanwhile) */
 	if ((ret = obj_module(r, "concurrent.futures.thread", &mod)) ||
 	    (ret = obj_module_attr(r, mod, "_WorkItem", &item_type)) ||
-	    (ret = obj_attr_place(r, item_type, "future", &w->item_future)) ||
 	    (ret = obj_module(r, "concurrent.futures._base", &mod)) ||
-	    (ret = obj_module_attr(r, mod, "Future", &future_type)) ||
-	    (ret = obj_attr_place(r, future_type, "_done_callbacks", &w->done_callbacks)))
+	    (ret = obj_module_attr(r, mod, "Future", &future_type)))
 		return ret;
+	if (obj_attr_place(r, item_type, "future", &w->item_future) ||
+	    obj_attr_place(r, future_type, "_done_callbacks", &w->done_callbacks))
+		return -EAGAIN;
 	/* 3.14+ */
 	w->pool_inner =
 		code_of(r, "concurrent.futures.thread", "WorkerContext", "run", &inner) ? 0 : inner;
@@ -219,7 +221,7 @@ int threadwork_find(const struct py_target *t, struct py_work *w)
 		return -ENOTSUP;
 	if (!w->code[WORK_ANYIO])
 		find_anyio(&r, w);
-	if (!w->code[WORK_POOL])
-		find_pool(&r, w);
+	if (!w->code[WORK_POOL] && find_pool(&r, w) == -EAGAIN)
+		return 1;
 	return 0;
 }

@@ -12,8 +12,9 @@
  * sync background tasks) once anyio's asyncio backend is imported, and concurrent.futures'
  * ThreadPoolExecutor as loop.run_in_executor and asyncio.to_thread use it, once asyncio
  * and concurrent.futures are imported and an item was made. Pools are imported at their
- * first use: the caller asks again until all are found. 0, or -errno when t's objects
- * cannot be read at all. */
+ * first use: the caller asks again, until all are found, when sys.modules grew, or at
+ * once when this returns 1 (the executor is imported but has made no item yet, which
+ * imports nothing). 0, 1, or -errno when t's objects cannot be read at all. */
 int threadwork_find(const struct py_target *t, struct py_work *w);
 
 #endif

@@ -23,6 +23,10 @@ struct proc_tasks {
 	int64_t modules; /* len(sys.modules) when asyncio was last found missing, or -1 */
 	struct atasks_cache cache;
 	struct py_work work; /* the pools found in its modules (threadwork.h) */
+	/* len(sys.modules) when a pool was last found missing (-1: look), and whether the
+	 * executor waited for its first item then */
+	int64_t work_modules;
+	int work_waits;
 };
 
 struct tracker {
@@ -76,7 +80,7 @@ static struct proc_tasks *proc(struct tracker *tr, pid_t pid)
 		return NULL;
 	tr->procs = p;
 	p = &tr->procs[tr->nprocs++];
-	*p = (struct proc_tasks){ .pid = pid, .modules = -1 };
+	*p = (struct proc_tasks){ .pid = pid, .modules = -1, .work_modules = -1 };
 	return p;
 }
 
@@ -151,6 +155,31 @@ static void set_awaiter_link(struct tracker *tr, const struct py_target *t, uint
 	tr->ops->set_link(tr->ctx, t->pid, child, l);
 }
 
+/* Looks for the pools pt lacks, when something was imported since it last looked or the
+ * executor waited for its first item (which imports nothing): a search reads a few
+ * modules' dicts and code objects, too much for every snapshot of every process. */
+static void find_work(struct tracker *tr, struct proc_tasks *pt, const struct py_target *t)
+{
+	struct py_work w = pt->work;
+	struct objread r;
+	int64_t modules = -1;
+	int ret;
+
+	if (!objread_init(&r, t) && obj_modules_count(&r, &modules))
+		modules = -1;
+	if (modules >= 0 && modules == pt->work_modules && !pt->work_waits)
+		return;
+	ret = threadwork_find(t, &w);
+	if (ret < 0)
+		return;
+	pt->work_modules = modules;
+	pt->work_waits = ret > 0;
+	if (memcmp(&w, &pt->work, sizeof(w)) && !tr->ops->set_work(tr->ctx, t->pid, &w))
+		pt->work = w;
+	else if (memcmp(&w, &pt->work, sizeof(w)))
+		pt->work_modules = -1; /* not written: again at the next snapshot */
+}
+
 int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len)
 {
 	struct proc_tasks *pt = proc(tr, t->pid);
@@ -176,13 +205,8 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		pt->modules = -1;
 	/* pools are imported, and make their first item, any time */
 	if (a.asyncio && tr->ops->set_work &&
-	    (!pt->work.code[WORK_ANYIO] || !pt->work.code[WORK_POOL])) {
-		struct py_work w = pt->work;
-
-		if (!threadwork_find(t, &w) && memcmp(&w, &pt->work, sizeof(w)) &&
-		    !tr->ops->set_work(tr->ctx, t->pid, &w))
-			pt->work = w;
-	}
+	    (!pt->work.code[WORK_ANYIO] || !pt->work.code[WORK_POOL]))
+		find_work(tr, pt, t);
 	now = calloc(a.n ? a.n : 1, sizeof(*now));
 	if (!now) {
 		atasks_free(&a);

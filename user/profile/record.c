@@ -453,6 +453,23 @@ static void lost(struct record *r, struct target *tg)
 	tg->lost++;
 }
 
+/* Counts a pool worker's sample by what its link to the awaiting task came to: each in
+ * exactly one of the counts, so that they add up to work_frames. */
+static void count_work(struct record *r, const struct sample_hdr *h)
+{
+	r->work_frames++;
+	if (h->flags & SAMPLE_WORK && h->ntasks)
+		r->work_linked++;
+	else if (h->flags & SAMPLE_WORK_STALE)
+		r->work_stale++;
+	else if (h->flags & SAMPLE_WORK_NO_FUTURE)
+		r->work_no_future++;
+	else if (h->flags & SAMPLE_WORK_UNSEEN)
+		r->work_unseen++;
+	else
+		r->work_unreadable++;
+}
+
 /* A sample of tg (NULL: its pid is not tracked). */
 static void add_sample(struct record *r, struct target *tg, const struct py_sample *s,
 		       const struct native_hdr *nh, const struct native_stack *ns, uint64_t wall_ns,
@@ -468,10 +485,8 @@ static void add_sample(struct record *r, struct target *tg, const struct py_samp
 		return;
 	}
 	tg->samples++;
-	if (h->flags & SAMPLE_WORK && h->ntasks)
-		r->work_linked++;
-	if (h->flags & SAMPLE_WORK_STALE)
-		r->work_stale++;
+	if (h->flags & SAMPLE_WORK_FRAME)
+		count_work(r, h);
 	memcpy(comm, h->comm, TASK_COMM_LEN);
 	comm[TASK_COMM_LEN] = 0;
 	if (tg->root_frame != UINT32_MAX)

@@ -51,7 +51,11 @@ struct record {
 	uint64_t creation_cuts;	 /* chains stopped at a task made by its own kind (a request's) */
 	uint64_t work_linked;	 /* pool workers' samples drawn under the task awaiting the item */
 	uint64_t work_stale;	 /* pool workers' samples running an item no task awaits now */
-	size_t stack_limit;	 /* bytes of stacks per process, 0: none */
+	/* pool workers' samples in a pool frame outside any task (all of the link's outcomes),
+	 * and of those, the link stopped: no asyncio future for the item, the task not seen
+	 * yet, a read failed */
+	uint64_t work_frames, work_no_future, work_unseen, work_unreadable;
+	size_t stack_limit;  /* bytes of stacks per process, 0: none */
 	uint64_t over_limit; /* samples shown as [stack limit]: their process's table was full */
 	/* --native: the unwinder (NULL: native parts are ignored), the interpreter's C
 	 * functions shown too; ns: one sample's */

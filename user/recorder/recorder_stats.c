@@ -141,6 +141,10 @@ static void print_tasks(const struct recorder *a, FILE *f)
 		"known)\n",
 		(unsigned long long)a->rec.root_tasks);
 	fprintf(f,
+		"thread work samples: %llu (pool workers' samples in a pool frame outside any "
+		"task; the next five add up to it)\n",
+		(unsigned long long)a->rec.work_frames);
+	fprintf(f,
 		"thread work linked: %llu (pool workers' samples drawn under the task awaiting "
 		"their item)\n",
 		(unsigned long long)a->rec.work_linked);
@@ -148,6 +152,16 @@ static void print_tasks(const struct recorder *a, FILE *f)
 		"thread work unlinked: %llu (pool workers' samples whose item no task awaits "
 		"now)\n",
 		(unsigned long long)a->rec.work_stale);
+	fprintf(f,
+		"thread work without a future: %llu (no asyncio future stands for the item: "
+		"submitted outside asyncio or just submitted; anyio's worker between items)\n",
+		(unsigned long long)a->rec.work_no_future);
+	fprintf(f,
+		"thread work task unseen: %llu (the awaiting task not yet seen by a task "
+		"snapshot)\n",
+		(unsigned long long)a->rec.work_unseen);
+	fprintf(f, "thread work unreadable: %llu (a read along the link failed)\n",
+		(unsigned long long)a->rec.work_unreadable);
 	tasksites_misses(a->rec.sites, &absent, &replaced);
 	fprintf(f,
 		"creators without their creation site: %llu (not drawn; sites looked up and "

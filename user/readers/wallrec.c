@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -65,6 +66,7 @@ struct wallrec {
 	size_t nlinked, caplinked;
 	/* statistics */
 	uint64_t ticks, late, run_errors, capped, budgeted, tick_ns;
+	int rt_err; /* the ticker's SCHED_FIFO request: 0, or why it was refused */
 	uint64_t listed, walked;
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
@@ -433,8 +435,13 @@ static void tick(struct wallrec *wr)
 static void *ticker(void *arg)
 {
 	struct wallrec *wr = arg;
+	struct sched_param sp = { .sched_priority = 1 };
 	struct timespec ts;
 
+	/* Above every ordinary thread: on a busy host a tick that waits for a CPU comes when
+	 * the target gives its CPU up, and a late tick weighs the interval before it as the
+	 * state it finds, so waiting would outweigh computing. */
+	wr->rt_err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	for (;;) {
 		ts.tv_sec = wr->next / 1000000000ULL;
 		ts.tv_nsec = wr->next % 1000000000ULL;
@@ -485,6 +492,13 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 	fprintf(f, "wall ticks: %llu taken, %llu expected (%u Hz), %llu late\n",
 		(unsigned long long)wr->ticks, (unsigned long long)(elapsed * wr->o.freq),
 		wr->o.freq, (unsigned long long)wr->late);
+	if (wr->rt_err)
+		fprintf(f,
+			"wall ticker: normal priority (SCHED_FIFO refused: %s): on a busy "
+			"host late ticks weigh towards what runs when the recorder gets a CPU\n",
+			strerror(wr->rt_err));
+	else
+		fprintf(f, "wall ticker: SCHED_FIFO priority 1\n");
 	fprintf(f, "wall tick time: %llu us per tick (BPF and userspace)\n",
 		(unsigned long long)(wr->ticks ? wr->tick_ns / wr->ticks / 1000 : 0));
 	if (st.run_cnt)

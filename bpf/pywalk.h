@@ -148,6 +148,9 @@ struct pw_scratch {
 /* Starts a walk: forgets the last walk's generators and code objects. */
 static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
 {
+	/* a sample whose frames are not walked (no thread state, a failed read) must not take
+	 * the last sample's pool frame on this CPU as its own: the link would follow it */
+	s->work_frame = 0;
 	s->ngens = 0;
 	for (__u32 i = 0; i < PW_CODE_SLOTS; i++)
 		s->code_addr[i] = 0;

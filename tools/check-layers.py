@@ -18,11 +18,7 @@ import sys
 # and the files must include each other without a cycle, so a new cycle fails the check
 # while these wait to be removed. Each is (from, to); a file is named by its stem (path
 # without .c/.h: a source and its header are one file here).
-ALLOWED_FOLDER_CYCLE_EDGES = {
-    # process/lifecycle and discover examine a process with cpython/pyproc.h, while
-    # cpython/ reads its memory, maps and ELF with process/
-    ("process", "cpython"),
-}
+ALLOWED_FOLDER_CYCLE_EDGES = set()
 ALLOWED_FILE_CYCLE_EDGES = {
     # the generated tables (py_objmodel.c, py_layouts.c) include the table headers,
     # which include py_objmodel.h / py_layouts.h

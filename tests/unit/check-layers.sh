@@ -46,6 +46,15 @@ sed -i 's/^May call (checked): asyncio, cpython, native, process$/May call (chec
 	"$tmp/tree/user/profile/README.md"
 expect "fails on a new folder cycle" 1 '^folder cycle: .*profile.*view'
 
+# process/ takes its examiner from its caller: naming cpython/ again crosses its layer,
+# and allowing it closes the process <-> cpython cycle
+fresh
+printf '#include "cpython/pyproc.h"\n' >>"$tmp/tree/user/process/discover.c"
+expect "fails on process reaching cpython" 1 \
+	'^user/process/discover.c:[0-9]*: folder process includes cpython, not in its may-call list$'
+sed -i 's/^May call (checked): bpf$/May call (checked): bpf, cpython/' "$tmp/tree/user/process/README.md"
+expect "fails on the process-cpython cycle" 1 '^folder cycle: cpython -> process -> cpython$'
+
 # a bpf/ header may not reach the library
 fresh
 printf '#include "cpython/pyproc.h"\n' >>"$tmp/tree/bpf/maps.h"

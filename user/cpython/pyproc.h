@@ -10,15 +10,7 @@
 
 #include "bpf/asyncbpf.h"
 #include "cpython/py_objmodel.h"
-
-enum pyproc_status {
-	PYPROC_OK = 0,
-	PYPROC_GONE,	    /* no such process (or it exited while being inspected) */
-	PYPROC_NOT_PYTHON,  /* no CPython runtime mapped */
-	PYPROC_UNSUPPORTED, /* CPython, but a version or build asyncbpf has no layout for */
-	PYPROC_NOT_READY,   /* CPython, runtime not initialised yet: try again later */
-	PYPROC_ERROR,	    /* anything else (permissions, unreadable files) */
-};
+#include "process/examine.h"
 
 struct py_target {
 	pid_t pid;

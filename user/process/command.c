@@ -314,8 +314,8 @@ static struct known *add_known(struct command *c, const struct pinfo *pi)
 	return k;
 }
 
-int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, command_exec_cb execd,
-		 void *ctx)
+int command_scan(struct command *c, unsigned int interval_ms, examine_fn examine,
+		 command_exec_cb execd, void *ctx)
 {
 	double t = mono_s();
 	int ret;
@@ -329,9 +329,7 @@ int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, co
 	c->scan++;
 	for (size_t i = 0; i < c->nprocs; i++) {
 		struct pinfo *pi = &c->procs[i];
-		struct py_target tg;
 		enum pyproc_status st;
-		char why[512];
 		struct known *k;
 
 		if (!descends(c, pi))
@@ -350,7 +348,7 @@ int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, co
 		k->scan = c->scan;
 		if (k->done)
 			continue;
-		st = pyproc_inspect(pi->pid, &tg, why, sizeof(why));
+		st = examine(ctx, pi->pid);
 		if (st == PYPROC_NOT_READY || st == PYPROC_GONE)
 			continue;
 		k->done = true;
@@ -359,7 +357,6 @@ int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, co
 		k->reported = true;
 		if (st == PYPROC_OK)
 			c->pythons++;
-		cb(ctx, pi->pid, st, st == PYPROC_OK ? &tg : NULL, why);
 	}
 	for (size_t i = 0; i < c->nknown;) {
 		if (c->known[i].scan != c->scan)

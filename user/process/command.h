@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "process/discover.h"
+#include "process/examine.h"
 
 struct command;
 
@@ -19,7 +19,7 @@ struct command;
 char **command_split(int *argc, char **argv);
 
 /* Called when a descendant already reported has exec'd another image: whatever was
- * known of pid is stale. The new image is then reported to the discover_cb. */
+ * known of pid is stale. The new image is then examined. */
 typedef void (*command_exec_cb)(void *ctx, pid_t pid);
 
 /* Forks the child, which waits for command_release. 0, or -errno with a reason. */
@@ -34,11 +34,11 @@ pid_t command_pid(const struct command *c);
 /* How many of the command's processes (images) ran a supported Python. */
 unsigned int command_pythons(const struct command *c);
 
-/* Reports the command and its descendants, each once per image, to cb (verdicts as
- * discover's; not-ready processes are retried at the next scan). Scans at most every
- * interval_ms; earlier calls return at once. */
-int command_scan(struct command *c, unsigned int interval_ms, discover_cb cb, command_exec_cb execd,
-		 void *ctx);
+/* Examines the command and its descendants, each once per image (not-ready processes
+ * again at the next scan). Scans at most every interval_ms; earlier calls return at
+ * once. */
+int command_scan(struct command *c, unsigned int interval_ms, examine_fn examine,
+		 command_exec_cb execd, void *ctx);
 
 /* Collects exited children (orphaned descendants included); true once the command has
  * exited. */

@@ -67,7 +67,7 @@ static int rehash(struct discover *d, size_t cap)
 	return 0;
 }
 
-int discover_scan(struct discover *d, discover_cb cb, void *ctx)
+int discover_scan(struct discover *d, examine_fn examine, void *ctx)
 {
 	DIR *dir = opendir("/proc");
 	struct dirent *de;
@@ -78,9 +78,7 @@ int discover_scan(struct discover *d, discover_cb cb, void *ctx)
 	d->scan++;
 	while ((de = readdir(dir))) {
 		unsigned long long start;
-		struct py_target t;
 		enum pyproc_status st;
-		char why[512];
 		struct seen *s;
 		pid_t pid;
 
@@ -99,14 +97,12 @@ int discover_scan(struct discover *d, discover_cb cb, void *ctx)
 			s->scan = d->scan;
 			continue;
 		}
-		st = pyproc_inspect(pid, &t, why, sizeof(why));
+		st = examine(ctx, pid);
 		if (st == PYPROC_NOT_READY || st == PYPROC_GONE)
 			continue;
 		if (!s->pid)
 			d->used++;
 		*s = (struct seen){ .pid = pid, .start = start, .scan = d->scan };
-		if (st != PYPROC_NOT_PYTHON)
-			cb(ctx, pid, st, st == PYPROC_OK ? &t : NULL, why);
 	}
 	closedir(dir);
 	/* forget exited processes once they would make up most of the table */

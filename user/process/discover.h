@@ -5,18 +5,14 @@
 
 #include <sys/types.h>
 
-#include "cpython/pyproc.h"
-
-/* Called for each process seen for the first time with a final verdict: PYPROC_OK (t
- * filled), PYPROC_UNSUPPORTED or PYPROC_ERROR (why filled). Not-Python processes are
- * remembered silently; not-ready ones are retried at the next scan. */
-typedef void (*discover_cb)(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
-			    const char *why);
+#include "process/examine.h"
 
 struct discover;
 
 struct discover *discover_new(pid_t self);
 void discover_free(struct discover *d);
-int discover_scan(struct discover *d, discover_cb cb, void *ctx);
+/* Examines each process seen for the first time; one the verdict calls not ready (or
+ * gone) is examined again at the next scan, any other is remembered. */
+int discover_scan(struct discover *d, examine_fn examine, void *ctx);
 
 #endif

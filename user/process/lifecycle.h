@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cpython/pyproc.h"
+#include "process/examine.h"
 
 struct lifecycle_ops {
 	/* Examine pid and start profiling it if it qualifies; the verdict decides retries */
-	enum pyproc_status (*examine)(void *ctx, pid_t pid);
+	examine_fn examine;
 	/* pid exited or exec'd: drop everything userspace keeps for it */
 	void (*ended)(void *ctx, pid_t pid, bool exec);
 	/* whether pid is profiled now (for counting stale map entries) */

@@ -149,7 +149,7 @@ static int find_targets(struct recorder *a)
 		}
 	} else {
 		a->disc = discover_new(getpid());
-		if (!a->disc || discover_scan(a->disc, targets_found, a)) {
+		if (!a->disc || discover_scan(a->disc, targets_inspect, a)) {
 			recorder_say(a, "cannot scan /proc: %s", strerror(errno));
 			return EXIT_ENV;
 		}
@@ -287,10 +287,10 @@ enum recorder_end recorder_run(struct recorder *a, double seconds, volatile sig_
 			reader_poll(a->reader, 0);
 			targets_reap(a, a->o.npids > 0);
 			if (a->disc)
-				discover_scan(a->disc, targets_found, a);
+				discover_scan(a->disc, targets_inspect, a);
 		}
 		if (a->cmd) {
-			command_scan(a->cmd, CMD_SCAN_MS, targets_found, targets_exec, a);
+			command_scan(a->cmd, CMD_SCAN_MS, targets_inspect, targets_exec, a);
 			if (command_exited(a->cmd))
 				return RECORDER_ENDED;
 		}

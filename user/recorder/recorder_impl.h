@@ -67,8 +67,7 @@ uint64_t recorder_lost(struct recorder *a);
 int targets_check(struct recorder *a, struct py_target *targets);
 void targets_track(struct recorder *a, const struct py_target *t);
 void targets_refresh(struct recorder *a, double max_s);
-void targets_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
-		   const char *why);
+enum pyproc_status targets_inspect(void *ctx, pid_t pid);
 enum pyproc_status targets_examine(void *ctx, pid_t pid);
 void targets_ended(void *ctx, pid_t pid, bool exec);
 bool targets_tracked(void *ctx, pid_t pid);

@@ -194,11 +194,9 @@ static bool warned_before(struct recorder *a, pid_t pid)
 	return false;
 }
 
-void targets_found(void *ctx, pid_t pid, enum pyproc_status st, const struct py_target *t,
-		   const char *why)
+static void found(struct recorder *a, pid_t pid, enum pyproc_status st, const struct py_target *t,
+		  const char *why)
 {
-	struct recorder *a = ctx;
-
 	if (st == PYPROC_OK) {
 		targets_track(a, t);
 	} else if (st == PYPROC_UNSUPPORTED) {
@@ -233,14 +231,26 @@ static bool listed(const struct recorder_opts *o, pid_t pid)
 	return false;
 }
 
+/* A process a /proc scan or a command's scan finds: tracked if it runs a supported
+ * Python, warned about if it cannot be read. */
+enum pyproc_status targets_inspect(void *ctx, pid_t pid)
+{
+	struct py_target t;
+	enum pyproc_status st;
+	char why[512];
+
+	st = pyproc_inspect(pid, &t, why, sizeof(why));
+	if (st != PYPROC_NOT_READY && st != PYPROC_GONE && st != PYPROC_NOT_PYTHON)
+		found(ctx, pid, st, &t, why);
+	return st;
+}
+
 /* A process the kernel reports new (exec, fork) or a sample shows unknown. */
 enum pyproc_status targets_examine(void *ctx, pid_t pid)
 {
 	struct recorder *a = ctx;
 	struct proc_place pl;
-	struct py_target t;
-	enum pyproc_status st;
-	char why[512], comm[TASK_COMM_LEN];
+	char comm[TASK_COMM_LEN];
 
 	/* a command's descendants are found by its own scan */
 	if (pid == getpid() || a->cmd || (a->o.npids && !listed(&a->o, pid)))
@@ -249,10 +259,7 @@ enum pyproc_status targets_examine(void *ctx, pid_t pid)
 	if (!procfilter_empty(a->o.filter) &&
 	    (proc_comm(pid, comm, sizeof(comm)) || !place_ok(a, pid, comm, &pl)))
 		return PYPROC_NOT_PYTHON;
-	st = pyproc_inspect(pid, &t, why, sizeof(why));
-	if (st != PYPROC_NOT_READY && st != PYPROC_GONE && st != PYPROC_NOT_PYTHON)
-		targets_found(a, pid, st, &t, why);
-	return st;
+	return targets_inspect(a, pid);
 }
 
 void targets_ended(void *ctx, pid_t pid, bool exec)

@@ -11,7 +11,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 
-#include "wall.h"
+#include "wallsample.h"
 
 static __always_inline void stat_inc(__u32 idx);
 

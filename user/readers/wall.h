@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "bpf/wall.h"
+#include "bpf/wallsample.h"
 #include "readers/sampler.h"
 
 typedef void (*wall_cb)(void *ctx, const struct wall_sample *w, size_t size);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "recorder/recorder_cli.h"
-#include "bpf/wall.h"
+#include "bpf/wallsample.h"
 #include "errmsg.h"
 
 const char recorder_cli_help[] =

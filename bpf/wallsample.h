@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Structs shared by the wall-clock sampler (wall.bpf.c) and its userspace twin. */
-#ifndef ASYNCBPF_WALL_H
-#define ASYNCBPF_WALL_H
+#ifndef ASYNCBPF_WALLSAMPLE_H
+#define ASYNCBPF_WALLSAMPLE_H
 
 #include "asyncbpf.h"
 

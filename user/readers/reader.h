@@ -16,7 +16,7 @@
 struct lifecycle;
 struct lifecycle_ops;
 struct py_target;
-struct record;
+struct joiner;
 struct tracker;
 
 enum reader_kind { READER_BPF, READER_MEMCPY, READER_VMREADV };
@@ -34,7 +34,7 @@ struct reader_opts {
 	unsigned int native_bytes; /* user stack bytes copied per sample, 0: none */
 	/* the profile being recorded: its task names and sites read the BPF maps, and wall
 	 * mode adds its weighted samples to it */
-	struct record *rec;
+	struct joiner *jn;
 	sampler_cb cb;
 	void *ctx;
 };
@@ -53,7 +53,7 @@ struct reader_totals {
 struct reader_report {
 	double elapsed;		 /* s, start to stop */
 	uint64_t recorded, lost; /* samples in the profile; lost by the reader or the record */
-	const struct record *rec;
+	const struct joiner *jn;
 	/* the native stacks' lines, given the stack bytes copied per native sample */
 	void (*native)(void *ctx, FILE *f, double stack_bytes);
 	/* the recording's own lines: all of them, or the few a userspace reader reports */

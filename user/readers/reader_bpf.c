@@ -8,7 +8,7 @@
 #include "asyncio/tasksites.h"
 #include "asyncio/tracker.h"
 #include "process/lifecycle.h"
-#include "profile/record.h"
+#include "profile/joiner.h"
 #include "readers/reader.h"
 #include "readers/samplertasks.h"
 #include "readers/wallrec.h"
@@ -176,7 +176,7 @@ static void print_walk(const struct bpf_reader *br, const struct sampler_stats *
 static void bpf_print_stats(void *r, FILE *f, const struct reader_report *rep)
 {
 	struct bpf_reader *br = r;
-	const struct record *rec = rep->rec;
+	const struct joiner *jn = rep->jn;
 	struct sampler_stats st;
 
 	read_stats(br, &st);
@@ -191,10 +191,10 @@ static void bpf_print_stats(void *r, FILE *f, const struct reader_report *rep)
 		"lost: %llu (ring buffer full %llu, malformed %llu, out of memory %llu, untracked "
 		"process %llu)\n",
 		(unsigned long long)rep->lost, (unsigned long long)st.stat[STAT_LOST],
-		(unsigned long long)st.bad_records, (unsigned long long)rec->nomem,
-		(unsigned long long)rec->unknown_pid);
+		(unsigned long long)st.bad_records, (unsigned long long)jn->nomem,
+		(unsigned long long)jn->unknown_pid);
 	fprintf(f, "unknown frames: %llu (code objects that could not be read)\n",
-		(unsigned long long)rec->unknown_frames);
+		(unsigned long long)jn->unknown_frames);
 	print_walk(br, &st, f);
 	rep->native(rep->ctx, f,
 		    st.stat[STAT_NATIVE]
@@ -273,13 +273,13 @@ int reader_bpf_init(struct reader *rd, const struct reader_opts *o, char *why, s
 	if (sampler_open(&br->s, &so, why, len))
 		goto fail;
 	br->tr = rd->tracker = tracker_new_ops(&sampler_taskmaps_ops, br->s);
-	tasknames_set_map(o->rec->names, sampler_map_fd(br->s, "task_names"));
-	tasksites_set_map(o->rec->sites, sampler_map_fd(br->s, "task_sites"));
+	tasknames_set_map(o->jn->names, sampler_map_fd(br->s, "task_names"));
+	tasksites_set_map(o->jn->sites, sampler_map_fd(br->s, "task_sites"));
 	if (!br->tr) {
 		snprintf(why, len, "out of memory");
 		goto fail;
 	}
-	if (o->wall && !(br->wall = wallrec_new(br->s, o->rec, br->tr, &wo, why, len)))
+	if (o->wall && !(br->wall = wallrec_new(br->s, o->jn, br->tr, &wo, why, len)))
 		goto fail;
 	return 0;
 fail:

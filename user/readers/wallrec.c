@@ -38,7 +38,7 @@ struct linked_task {
 
 struct wallrec {
 	struct wall *w;
-	struct record *rec;
+	struct joiner *jn;
 	struct tracker *tr;
 	struct wallrec_opts o;
 	uint64_t period, next;
@@ -180,7 +180,7 @@ static void on_sample(void *ctx, const struct wall_sample *ws, size_t size)
 		wr->hold_lost++;
 		wall = task_wall(wr);
 		wr->wall_tasks += wall;
-		record_sample_ns(wr->rec, &ws->s, wall, 0);
+		joiner_sample_ns(wr->jn, &ws->s, wall, 0);
 		return;
 	}
 	wall = wr->dt;
@@ -189,7 +189,7 @@ static void on_sample(void *ctx, const struct wall_sample *ws, size_t size)
 	wr->cpu_total += cpu;
 	if (ws->s.hdr.flags & SAMPLE_WORK && ws->s.hdr.ntasks)
 		note_linked(wr, &ws->s.tasks[0]);
-	record_sample_ns(wr->rec, &ws->s, wall, cpu);
+	joiner_sample_ns(wr->jn, &ws->s, wall, cpu);
 }
 
 static int is_linked(const struct wallrec *wr, const struct task_rec *t)
@@ -222,13 +222,13 @@ static void flush_held(struct wallrec *wr)
 			continue;
 		}
 		wr->wall_tasks += wall;
-		record_sample_ns(wr->rec, &ws->s, wall, 0);
+		joiner_sample_ns(wr->jn, &ws->s, wall, 0);
 	}
 	wr->nheld = 0;
 	wr->nlinked = 0;
 }
 
-struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracker *tr,
+struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker *tr,
 			    const struct wallrec_opts *o, char *err, size_t errlen)
 {
 	struct wallrec *wr = calloc(1, sizeof(*wr));
@@ -237,7 +237,7 @@ struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracke
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	wr->rec = rec;
+	wr->jn = jn;
 	wr->tr = tr;
 	wr->o = *o;
 	wr->period = 1000000000ULL / o->freq;
@@ -426,8 +426,8 @@ static void tick(struct wallrec *wr)
 	wr->ticks++;
 	wr->stopped = now;
 	wr->deadline = now + wr->period * WALL_BUDGET_PCT / 100;
-	for (size_t i = 0; i < wr->rec->ntargets; i++)
-		if (tick_proc(wr, &wr->rec->targets[i], wr->rec->ntargets - i))
+	for (size_t i = 0; i < wr->jn->ntargets; i++)
+		if (tick_proc(wr, &wr->jn->targets[i], wr->jn->ntargets - i))
 			wr->run_errors++;
 	wr->tick_ns += mono_ns() - now;
 }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "profile/record.h"
+#include "profile/joiner.h"
 #include "readers/sampler.h"
 #include "asyncio/tracker.h"
 
@@ -19,7 +19,7 @@ struct wallrec_opts {
 
 struct wallrec;
 
-struct wallrec *wallrec_new(struct sampler *s, struct record *rec, struct tracker *tr,
+struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker *tr,
 			    const struct wallrec_opts *o, char *err, size_t errlen);
 void wallrec_free(struct wallrec *wr);
 

@@ -61,7 +61,7 @@ double recorder_cpu(void)
 
 static void show_status(struct recorder *a, double elapsed)
 {
-	status_show(elapsed, a->recorded + profile_total(a->rec.prof), a->rec.ntargets,
+	status_show(elapsed, a->recorded + profile_total(a->jn.prof), a->jn.ntargets,
 		    recorder_lost(a));
 }
 
@@ -71,7 +71,7 @@ uint64_t recorder_lost(struct recorder *a)
 	struct reader_totals t;
 
 	reader_totals(a->reader, &t);
-	return t.lost + a->rec.nomem + a->rec.unknown_pid;
+	return t.lost + a->jn.nomem + a->jn.unknown_pid;
 }
 
 static uint64_t realtime_ns(void)
@@ -88,8 +88,8 @@ static void on_sample(void *ctx, const struct py_sample *s, size_t size)
 {
 	struct recorder *a = ctx;
 
-	record_sample(&a->rec, s, size);
-	if (a->lc && !a->o.npids && !record_target(&a->rec, s->hdr.pid))
+	joiner_sample(&a->jn, s, size);
+	if (a->lc && !a->o.npids && !joiner_target(&a->jn, s->hdr.pid))
 		lifecycle_examine(a->lc, s->hdr.pid);
 }
 
@@ -104,7 +104,7 @@ static int open_reader(struct recorder *a)
 				  .run_stats = a->o.run_stats,
 				  .verbose = a->o.verbose,
 				  .native_bytes = a->o.native_bytes,
-				  .rec = &a->rec,
+				  .jn = &a->jn,
 				  .cb = on_sample,
 				  .ctx = a };
 	struct lifecycle_ops ops = { .examine = targets_examine,
@@ -139,7 +139,7 @@ static int find_targets(struct recorder *a)
 	if (a->o.npids) {
 		for (int i = 0; i < a->o.npids; i++)
 			targets_track(a, &a->listed[i]);
-		if (a->refused && !a->rec.ntargets)
+		if (a->refused && !a->jn.ntargets)
 			return EXIT_TARGET;
 	} else if (a->o.cmd) {
 		/* it waits, and execs once sampling runs */
@@ -223,24 +223,24 @@ int recorder_start(struct recorder **out, const struct recorder_opts *o)
 		free(a);
 		return EXIT_TARGET;
 	}
-	if (record_init(&a->rec)) {
+	if (joiner_init(&a->jn)) {
 		recorder_say(a, "out of memory");
 		free(a->listed);
 		free(a);
 		return EXIT_ENV;
 	}
-	if (o->native_bytes && !(a->rec.unw = unwinder_new(o->native_all))) {
+	if (o->native_bytes && !(a->jn.unw = unwinder_new(o->native_all))) {
 		recorder_say(a, "out of memory");
-		record_fini(&a->rec);
+		joiner_fini(&a->jn);
 		free(a->listed);
 		free(a);
 		return EXIT_ENV;
 	}
-	a->rec.native_all = o->native_all;
-	a->rec.task_ids = o->task_ids;
-	profile_set_period(a->rec.prof, 1000000000ull / o->freq);
-	symtab_set_limit(a->rec.syms, o->mem_per_process);
-	a->rec.stack_limit = o->mem_per_process;
+	a->jn.native_all = o->native_all;
+	a->jn.task_ids = o->task_ids;
+	profile_set_period(a->jn.prof, 1000000000ull / o->freq);
+	symtab_set_limit(a->jn.syms, o->mem_per_process);
+	a->jn.stack_limit = o->mem_per_process;
 	snapshot_init(&a->snap, recorder_now(),
 		      o->snapshot_budget > 0 ? o->snapshot_budget : SNAPSHOT_BUDGET);
 	ret = open_reader(a);
@@ -278,7 +278,7 @@ enum recorder_end recorder_run(struct recorder *a, double seconds, volatile sig_
 		/* events lost: look at /proc at once */
 		if (a->lc && lifecycle_run(a->lc))
 			a->next_scan = 0;
-		if (a->o.npids && !a->rec.ntargets && !(a->lc && lifecycle_pending(a->lc))) {
+		if (a->o.npids && !a->jn.ntargets && !(a->lc && lifecycle_pending(a->lc))) {
 			recorder_say(a, "all target processes exited; recording ended");
 			return RECORDER_ENDED;
 		}
@@ -316,7 +316,7 @@ struct profile *recorder_cut(struct recorder *a, struct recorder_cut *info)
 	 * only in polls, which are not running now */
 	reader_lock(a->reader);
 	lost = a->stopped ? a->lost : recorder_lost(a);
-	p = record_cut(&a->rec);
+	p = joiner_cut(&a->jn);
 	if (p) {
 		profile_set_lost(p, lost - a->cut_lost);
 		info->start_ns = a->cut_ns;
@@ -356,27 +356,27 @@ void recorder_totals(struct recorder *a, struct recorder_totals *t)
 
 	reader_totals(a->reader, &rt);
 	t->lost = a->stopped ? a->lost : recorder_lost(a);
-	t->recorded = a->recorded + profile_total(a->rec.prof);
-	t->unknown_frames = a->rec.unknown_frames;
+	t->recorded = a->recorded + profile_total(a->jn.prof);
+	t->unknown_frames = a->jn.unknown_frames;
 	t->taken = rt.taken;
 }
 
 size_t recorder_ntargets(const struct recorder *a)
 {
-	return a->rec.ntargets;
+	return a->jn.ntargets;
 }
 
 size_t recorder_targets(const struct recorder *a, struct recorder_target *out, size_t max)
 {
-	for (size_t i = 0; i < a->rec.ntargets && i < max; i++) {
-		const struct target *tg = &a->rec.targets[i];
+	for (size_t i = 0; i < a->jn.ntargets && i < max; i++) {
+		const struct target *tg = &a->jn.targets[i];
 
 		out[i] = (struct recorder_target){ .pid = tg->t.pid,
 						   .samples = tg->samples,
 						   .lost = tg->lost };
 		snprintf(out[i].version, sizeof(out[i].version), "%s", tg->t.version_str);
 	}
-	return a->rec.ntargets;
+	return a->jn.ntargets;
 }
 
 int recorder_command_status(struct recorder *a, int sig, double grace)
@@ -397,7 +397,7 @@ void recorder_free(struct recorder *a)
 	command_free(a->cmd);
 	discover_free(a->disc);
 	reader_free(a->reader);
-	record_fini(&a->rec);
+	joiner_fini(&a->jn);
 	free(a->listed);
 	free(a);
 }

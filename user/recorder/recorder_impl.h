@@ -10,7 +10,7 @@
 #include "process/command.h"
 #include "process/discover.h"
 #include "process/lifecycle.h"
-#include "profile/record.h"
+#include "profile/joiner.h"
 #include "recorder/recorder.h"
 #include "readers/reader.h"
 #include "asyncio/snappace.h"
@@ -20,7 +20,7 @@
 
 struct recorder {
 	struct recorder_opts o;
-	struct record rec;
+	struct joiner jn;
 	struct reader *reader;
 	struct tracker *tracker; /* the reader's */
 	struct command *cmd;

@@ -67,7 +67,7 @@ static void print_thread_names(const struct recorder *a, FILE *f)
 {
 	struct pythreads_stats ps;
 
-	pythreads_stats(a->rec.threads, &ps);
+	pythreads_stats(a->jn.threads, &ps);
 	fprintf(f,
 		"thread names: %llu samples named by Python, %llu by their OS name for a failed "
 		"read%s%s%s; %llu reads of threading._active (%llu failed)\n",
@@ -86,9 +86,9 @@ static void print_native(void *ctx, FILE *f, double stack_bytes)
 	struct recorder *a = ((struct stats_ctx *)ctx)->a;
 	struct unwinder_stats us;
 
-	if (!a->rec.unw)
+	if (!a->jn.unw)
 		return;
-	unwinder_stats(a->rec.unw, &us);
+	unwinder_stats(a->jn.unw, &us);
 	fprintf(f, "native stacks: %llu (%llu frames), %.0f stack bytes per sample\n",
 		(unsigned long long)us.stacks, (unsigned long long)us.frames, stack_bytes);
 	fprintf(f,
@@ -119,12 +119,12 @@ static void print_native(void *ctx, FILE *f, double stack_bytes)
 static void print_brief(const struct recorder *a, FILE *f)
 {
 	print_task_support(a, f);
-	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->rec.root_tasks);
+	fprintf(f, "unlinked tasks: %llu\n", (unsigned long long)a->jn.root_tasks);
 	fprintf(f, "task names unreadable: %llu\n",
-		(unsigned long long)tasknames_unreadable(a->rec.names, NULL, NULL));
+		(unsigned long long)tasknames_unreadable(a->jn.names, NULL, NULL));
 	print_thread_names(a, f);
-	fprintf(f, "processes: %zu\n", a->rec.ntargets);
-	fprintf(f, "symbols cached: %zu\n", symtab_size(a->rec.syms));
+	fprintf(f, "processes: %zu\n", a->jn.ntargets);
+	fprintf(f, "symbols cached: %zu\n", symtab_size(a->jn.syms));
 }
 
 static void print_tasks(const struct recorder *a, FILE *f)
@@ -139,40 +139,40 @@ static void print_tasks(const struct recorder *a, FILE *f)
 	fprintf(f,
 		"unlinked tasks: %llu (distinct tasks heading a chain: no awaiter or creator "
 		"known)\n",
-		(unsigned long long)a->rec.root_tasks);
+		(unsigned long long)a->jn.root_tasks);
 	fprintf(f,
 		"thread work samples: %llu (pool workers' samples in a pool frame outside any "
 		"task; the next five add up to it)\n",
-		(unsigned long long)a->rec.work_frames);
+		(unsigned long long)a->jn.work_frames);
 	fprintf(f,
 		"thread work linked: %llu (pool workers' samples drawn under the task awaiting "
 		"their item)\n",
-		(unsigned long long)a->rec.work_linked);
+		(unsigned long long)a->jn.work_linked);
 	fprintf(f,
 		"thread work unlinked: %llu (pool workers' samples whose item no task awaits "
 		"now)\n",
-		(unsigned long long)a->rec.work_stale);
+		(unsigned long long)a->jn.work_stale);
 	fprintf(f,
 		"thread work without a future: %llu (no asyncio future stands for the item: "
 		"submitted outside asyncio or just submitted; anyio's worker between items)\n",
-		(unsigned long long)a->rec.work_no_future);
+		(unsigned long long)a->jn.work_no_future);
 	fprintf(f,
 		"thread work task unseen: %llu (the awaiting task not yet seen by a task "
 		"snapshot)\n",
-		(unsigned long long)a->rec.work_unseen);
+		(unsigned long long)a->jn.work_unseen);
 	fprintf(f, "thread work unreadable: %llu (a read along the link failed)\n",
-		(unsigned long long)a->rec.work_unreadable);
-	tasksites_misses(a->rec.sites, &absent, &replaced);
+		(unsigned long long)a->jn.work_unreadable);
+	tasksites_misses(a->jn.sites, &absent, &replaced);
 	fprintf(f,
 		"creators without their creation site: %llu (not drawn; sites looked up and "
 		"absent %llu, of another task %llu)\n",
-		(unsigned long long)a->rec.sites_unknown, (unsigned long long)absent,
+		(unsigned long long)a->jn.sites_unknown, (unsigned long long)absent,
 		(unsigned long long)replaced);
 	fprintf(f,
 		"creation chains stopped: %llu (a task made by a task running the same "
 		"coroutine function: a server's next request)\n",
-		(unsigned long long)a->rec.creation_cuts);
-	unreadable = tasknames_unreadable(a->rec.names, &gone, &copy);
+		(unsigned long long)a->jn.creation_cuts);
+	unreadable = tasknames_unreadable(a->jn.names, &gone, &copy);
 	fprintf(f,
 		"task names unreadable: %llu (shown as <task ?>: %llu copies replaced or "
 		"evicted before they were read, %llu names the walk could not read)\n",
@@ -183,7 +183,7 @@ static void print_recording(void *ctx, FILE *f, bool brief)
 {
 	struct stats_ctx *c = ctx;
 	struct recorder *a = c->a;
-	const struct profile *last = c->last ? c->last : a->rec.prof;
+	const struct profile *last = c->last ? c->last : a->jn.prof;
 	size_t nstacks, nframes;
 	struct mallinfo2 mi;
 
@@ -191,10 +191,10 @@ static void print_recording(void *ctx, FILE *f, bool brief)
 		return print_brief(a, f);
 	print_tasks(a, f);
 	print_thread_names(a, f);
-	fprintf(f, "processes: %zu\n", a->rec.ntargets);
-	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->rec.syms),
-		symtab_bytes(a->rec.syms) >> 10, (unsigned long long)symtab_evicted(a->rec.syms));
-	fprintf(f, "samples over the stack limit: %llu\n", (unsigned long long)a->rec.over_limit);
+	fprintf(f, "processes: %zu\n", a->jn.ntargets);
+	fprintf(f, "symbols cached: %zu (%zu KiB, %llu evicted)\n", symtab_size(a->jn.syms),
+		symtab_bytes(a->jn.syms) >> 10, (unsigned long long)symtab_evicted(a->jn.syms));
+	fprintf(f, "samples over the stack limit: %llu\n", (unsigned long long)a->jn.over_limit);
 	fprintf(f, "processes filtered out: %llu\n", (unsigned long long)a->filtered);
 	fprintf(f, "task snapshots: %llu (%.3f s CPU)\n", (unsigned long long)a->snap.taken,
 		a->snap.cpu);
@@ -216,9 +216,9 @@ void recorder_print_stats(struct recorder *a, const struct profile *last, FILE *
 {
 	struct stats_ctx ctx = { .a = a, .last = last };
 	struct reader_report rep = { .elapsed = a->elapsed,
-				     .recorded = a->recorded + profile_total(a->rec.prof),
+				     .recorded = a->recorded + profile_total(a->jn.prof),
 				     .lost = a->lost,
-				     .rec = &a->rec,
+				     .jn = &a->jn,
 				     .native = print_native,
 				     .recording = print_recording,
 				     .ctx = &ctx };

@@ -78,12 +78,12 @@ static bool watch_creations(struct recorder *a, struct target *tg)
 void targets_refresh(struct recorder *a, double max_s)
 {
 	double t = recorder_now();
-	size_t n = a->rec.ntargets, first = a->snap.next;
+	size_t n = a->jn.ntargets, first = a->snap.next;
 
 	snapshot_budget_fill(&a->snap, t);
 	for (size_t k = 0; k < n && !(max_s && recorder_now() - t > max_s); k++) {
 		/* start where the last pass stopped: every process gets its turn */
-		struct target *tg = &a->rec.targets[(first + k) % n];
+		struct target *tg = &a->jn.targets[(first + k) % n];
 		double cpu;
 		char why[512];
 		int ret;
@@ -148,10 +148,10 @@ static void track_locked(struct recorder *a, const struct py_target *t)
 	}
 	if (a->lc)
 		lifecycle_settle(a->lc, t->pid);
-	tg = record_add_target(&a->rec, t);
-	if (!tg || record_place_target(&a->rec, tg, &pl, a->o.container_frame)) {
+	tg = joiner_add_target(&a->jn, t);
+	if (!tg || joiner_place_target(&a->jn, tg, &pl, a->o.container_frame)) {
 		if (tg)
-			record_del_target(&a->rec, t->pid);
+			joiner_del_target(&a->jn, t->pid);
 		recorder_say(a, "pid %d: out of memory", t->pid);
 		return;
 	}
@@ -159,7 +159,7 @@ static void track_locked(struct recorder *a, const struct py_target *t)
 	if (ret) {
 		recorder_say(a, "%s", why);
 		a->refused += ret == READER_REFUSED;
-		record_del_target(&a->rec, t->pid);
+		joiner_del_target(&a->jn, t->pid);
 		return;
 	}
 	if (a->o.verbose) {
@@ -217,7 +217,7 @@ static void untrack(struct recorder *a, pid_t pid)
 	reader_lock(a->reader);
 	reader_del(a->reader, pid);
 	tracker_forget(a->tracker, pid);
-	record_del_target(&a->rec, pid);
+	joiner_del_target(&a->jn, pid);
 	if (a->lc)
 		lifecycle_ended(a->lc, pid);
 	reader_unlock(a->reader);
@@ -266,7 +266,7 @@ void targets_ended(void *ctx, pid_t pid, bool exec)
 {
 	struct recorder *a = ctx;
 
-	if (!record_target(&a->rec, pid))
+	if (!joiner_target(&a->jn, pid))
 		return;
 	if (a->o.npids && !exec)
 		recorder_say(a, "pid %d exited during the recording", pid);
@@ -277,7 +277,7 @@ void targets_ended(void *ctx, pid_t pid, bool exec)
 
 bool targets_tracked(void *ctx, pid_t pid)
 {
-	return record_target(&((struct recorder *)ctx)->rec, pid) != NULL;
+	return joiner_target(&((struct recorder *)ctx)->jn, pid) != NULL;
 }
 
 /* A command's descendant exec'd: what is known of its former image is stale. */
@@ -285,15 +285,15 @@ void targets_exec(void *ctx, pid_t pid)
 {
 	struct recorder *a = ctx;
 
-	if (record_target(&a->rec, pid))
+	if (joiner_target(&a->jn, pid))
 		untrack(a, pid);
 }
 
 /* Stops tracking processes that have exited (or whose pid now names another process). */
 void targets_reap(struct recorder *a, bool explicit_pids)
 {
-	for (size_t i = 0; i < a->rec.ntargets;) {
-		struct target *tg = &a->rec.targets[i];
+	for (size_t i = 0; i < a->jn.ntargets;) {
+		struct target *tg = &a->jn.targets[i];
 		pid_t pid = tg->t.pid;
 
 		if (alive(tg)) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* A recording: the Python processes being profiled and the profile their samples build. */
-#ifndef ASYNCBPF_RECORD_H
-#define ASYNCBPF_RECORD_H
+/* The joiner: each sample of the processes being profiled symbolized and joined into a
+ * stacked stack (the running task under its awaiters, root first), counted in the profile. */
+#ifndef ASYNCBPF_JOINER_H
+#define ASYNCBPF_JOINER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,11 +31,11 @@ struct target {
 	int origin_tries;	 /* failed attempts at watching task creation */
 	struct proc_place place; /* namespace pid, cgroup, container */
 	uint32_t root_frame;	 /* [container ID] above the process frame, UINT32_MAX: none */
-	bool container_frame;	 /* asked for that frame (record_place_target) */
+	bool container_frame;	 /* asked for that frame (joiner_place_target) */
 	size_t stack_budget;	 /* bytes its new stacks may still take (limit set) */
 };
 
-struct record {
+struct joiner {
 	struct profile *prof;
 	struct symtab *syms;
 	struct tasknames *names;
@@ -67,27 +68,27 @@ struct record {
 	bool task_ids;
 };
 
-int record_init(struct record *r);
-void record_fini(struct record *r);
+int joiner_init(struct joiner *jn);
+void joiner_fini(struct joiner *jn);
 
-struct target *record_target(struct record *r, pid_t pid);
-struct target *record_add_target(struct record *r, const struct py_target *t);
-void record_del_target(struct record *r, pid_t pid);
+struct target *joiner_target(struct joiner *jn, pid_t pid);
+struct target *joiner_add_target(struct joiner *jn, const struct py_target *t);
+void joiner_del_target(struct joiner *jn, pid_t pid);
 
 /* Labels tg's stacks with where it runs; with root_frame, a [container ID] frame heads
  * the stacks of a process in a container. 0 or -ENOMEM. */
-int record_place_target(struct record *r, struct target *tg, const struct proc_place *pl,
+int joiner_place_target(struct joiner *jn, struct target *tg, const struct proc_place *pl,
 			bool root_frame);
 
 /* The profile so far, replaced by an empty one with the same period; the targets, their
  * symbols and task names are kept. NULL when out of memory (nothing changed). */
-struct profile *record_cut(struct record *r);
+struct profile *joiner_cut(struct joiner *jn);
 
-/* Symbolizes one BPF record of size bytes and adds it to the profile; with r->unw, its
+/* Symbolizes one BPF record of size bytes and adds it to the profile; with jn->unw, its
  * native frames too. */
-void record_sample(struct record *r, const struct py_sample *s, size_t size);
+void joiner_sample(struct joiner *jn, const struct py_sample *s, size_t size);
 /* The same for a record that stands for wall_ns of wall-clock time and cpu_ns of CPU. */
-void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+void joiner_sample_ns(struct joiner *jn, const struct py_sample *s, uint64_t wall_ns,
 		      uint64_t cpu_ns);
 
 #endif

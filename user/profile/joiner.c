@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/record.h"
+#include "profile/joiner.h"
 
 /* a container, process, thread, a marker, the thread's frames, per task a boundary, markers
  * around its coroutine frames or creation site, a leaf marker */
@@ -13,92 +13,92 @@
 /* the thread's frames, Python and native */
 #define MAX_THREAD (MAX_FRAMES + NATIVE_MAX_FRAMES + 1)
 
-int record_init(struct record *r)
+int joiner_init(struct joiner *jn)
 {
-	memset(r, 0, sizeof(*r));
-	r->prof = profile_new();
-	r->syms = symtab_new();
-	r->names = tasknames_new();
-	r->sites = tasksites_new();
-	r->threads = pythreads_new();
-	r->groups = autogroups_new();
-	if (!r->prof || !r->syms || !r->names || !r->sites || !r->threads || !r->groups) {
-		record_fini(r);
+	memset(jn, 0, sizeof(*jn));
+	jn->prof = profile_new();
+	jn->syms = symtab_new();
+	jn->names = tasknames_new();
+	jn->sites = tasksites_new();
+	jn->threads = pythreads_new();
+	jn->groups = autogroups_new();
+	if (!jn->prof || !jn->syms || !jn->names || !jn->sites || !jn->threads || !jn->groups) {
+		joiner_fini(jn);
 		return -ENOMEM;
 	}
 	return 0;
 }
 
-void record_fini(struct record *r)
+void joiner_fini(struct joiner *jn)
 {
-	profile_free(r->prof);
-	symtab_free(r->syms);
-	tasknames_free(r->names);
-	tasksites_free(r->sites);
-	pythreads_free(r->threads);
-	autogroups_free(r->groups);
-	unwinder_free(r->unw);
-	free(r->targets);
-	memset(r, 0, sizeof(*r));
+	profile_free(jn->prof);
+	symtab_free(jn->syms);
+	tasknames_free(jn->names);
+	tasksites_free(jn->sites);
+	pythreads_free(jn->threads);
+	autogroups_free(jn->groups);
+	unwinder_free(jn->unw);
+	free(jn->targets);
+	memset(jn, 0, sizeof(*jn));
 }
 
-struct target *record_target(struct record *r, pid_t pid)
+struct target *joiner_target(struct joiner *jn, pid_t pid)
 {
-	for (size_t i = 0; i < r->ntargets; i++)
-		if (r->targets[i].t.pid == pid)
-			return &r->targets[i];
+	for (size_t i = 0; i < jn->ntargets; i++)
+		if (jn->targets[i].t.pid == pid)
+			return &jn->targets[i];
 	return NULL;
 }
 
-struct target *record_add_target(struct record *r, const struct py_target *t)
+struct target *joiner_add_target(struct joiner *jn, const struct py_target *t)
 {
-	struct target *tg = record_target(r, t->pid);
+	struct target *tg = joiner_target(jn, t->pid);
 
 	if (!tg) {
-		if (r->ntargets == r->cap) {
-			size_t cap = r->cap ? r->cap * 2 : 16;
-			struct target *n = realloc(r->targets, cap * sizeof(*n));
+		if (jn->ntargets == jn->cap) {
+			size_t cap = jn->cap ? jn->cap * 2 : 16;
+			struct target *n = realloc(jn->targets, cap * sizeof(*n));
 
 			if (!n)
 				return NULL;
-			r->targets = n;
-			r->cap = cap;
+			jn->targets = n;
+			jn->cap = cap;
 		}
-		tg = &r->targets[r->ntargets++];
+		tg = &jn->targets[jn->ntargets++];
 	}
 	memset(tg, 0, sizeof(*tg));
 	tg->t = *t;
 	tg->root_frame = UINT32_MAX;
-	tg->stack_budget = r->stack_limit;
-	tg->proc_frame = profile_frame(r->prof, FRAME_PROCESS, t->comm, NULL, t->pid);
+	tg->stack_budget = jn->stack_limit;
+	tg->proc_frame = profile_frame(jn->prof, FRAME_PROCESS, t->comm, NULL, t->pid);
 	if (tg->proc_frame == UINT32_MAX) {
-		r->ntargets--;
+		jn->ntargets--;
 		return NULL;
 	}
 	return tg;
 }
 
-void record_del_target(struct record *r, pid_t pid)
+void joiner_del_target(struct joiner *jn, pid_t pid)
 {
-	struct target *tg = record_target(r, pid);
+	struct target *tg = joiner_target(jn, pid);
 
 	if (!tg)
 		return;
-	symtab_forget(r->syms, pid);
-	tasknames_forget(r->names, pid);
-	pythreads_forget(r->threads, pid);
-	if (r->unw)
-		unwinder_forget(r->unw, pid);
-	*tg = r->targets[--r->ntargets];
+	symtab_forget(jn->syms, pid);
+	tasknames_forget(jn->names, pid);
+	pythreads_forget(jn->threads, pid);
+	if (jn->unw)
+		unwinder_forget(jn->unw, pid);
+	*tg = jn->targets[--jn->ntargets];
 }
 
-int record_place_target(struct record *r, struct target *tg, const struct proc_place *pl,
+int joiner_place_target(struct joiner *jn, struct target *tg, const struct proc_place *pl,
 			bool root_frame)
 {
 	char name[CGROUP_PATH_LEN + 16];
 	uint32_t id;
 
-	id = profile_process_frame(r->prof, tg->t.comm, tg->t.pid, pl->ns_pid, pl->label);
+	id = profile_process_frame(jn->prof, tg->t.comm, tg->t.pid, pl->ns_pid, pl->label);
 	if (id == UINT32_MAX)
 		return -ENOMEM;
 	tg->proc_frame = id;
@@ -107,59 +107,59 @@ int record_place_target(struct record *r, struct target *tg, const struct proc_p
 	tg->root_frame = UINT32_MAX;
 	if (root_frame && pl->label[0]) {
 		snprintf(name, sizeof(name), "[container %s]", pl->label);
-		tg->root_frame = profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+		tg->root_frame = profile_frame(jn->prof, FRAME_SPECIAL, name, NULL, 0);
 		if (tg->root_frame == UINT32_MAX)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-struct profile *record_cut(struct record *r)
+struct profile *joiner_cut(struct joiner *jn)
 {
-	struct profile *old = r->prof, *p = profile_new();
+	struct profile *old = jn->prof, *p = profile_new();
 	size_t i;
 
 	if (!p)
 		return NULL;
 	profile_set_period(p, profile_period(old));
-	r->prof = p;
+	jn->prof = p;
 	/* a target's process and container frames are ids in the profile: intern them
 	 * again in the new one, and give it a new stack budget there */
-	for (i = 0; i < r->ntargets; i++) {
-		struct target *tg = &r->targets[i];
+	for (i = 0; i < jn->ntargets; i++) {
+		struct target *tg = &jn->targets[i];
 
-		if (record_place_target(r, tg, &tg->place, tg->container_frame))
+		if (joiner_place_target(jn, tg, &tg->place, tg->container_frame))
 			break;
-		tg->stack_budget = r->stack_limit;
+		tg->stack_budget = jn->stack_limit;
 	}
-	if (i < r->ntargets) {
-		r->prof = old;
-		for (size_t k = 0; k < r->ntargets; k++)
-			record_place_target(r, &r->targets[k], &r->targets[k].place,
-					    r->targets[k].container_frame);
+	if (i < jn->ntargets) {
+		jn->prof = old;
+		for (size_t k = 0; k < jn->ntargets; k++)
+			joiner_place_target(jn, &jn->targets[k], &jn->targets[k].place,
+					    jn->targets[k].container_frame);
 		profile_free(p);
 		return NULL;
 	}
 	return old;
 }
 
-static uint32_t special(struct record *r, const char *name)
+static uint32_t special(struct joiner *jn, const char *name)
 {
-	return profile_frame(r->prof, FRAME_SPECIAL, name, NULL, 0);
+	return profile_frame(jn->prof, FRAME_SPECIAL, name, NULL, 0);
 }
 
-static uint32_t python_frame(struct record *r, struct target *tg, const struct frame_rec *f)
+static uint32_t python_frame(struct joiner *jn, struct target *tg, const struct frame_rec *f)
 {
-	const struct py_code *c = symtab_code(r->syms, &tg->t, FRAME_CODE(f), f->fp);
+	const struct py_code *c = symtab_code(jn->syms, &tg->t, FRAME_CODE(f), f->fp);
 	uint32_t id;
 
 	if (!c->valid) {
-		r->unknown_frames++;
-		return special(r, "[unknown]");
+		jn->unknown_frames++;
+		return special(jn, "[unknown]");
 	}
-	id = profile_frame(r->prof, FRAME_PYTHON, c->qualname, c->filename,
+	id = profile_frame(jn->prof, FRAME_PYTHON, c->qualname, c->filename,
 			   py_code_line(c, tg->t.version, f->instr));
-	profile_set_start_line(r->prof, id, c->firstlineno);
+	profile_set_start_line(jn->prof, id, c->firstlineno);
 	return id;
 }
 
@@ -181,17 +181,17 @@ static bool numbered(const char *name)
  * Starlette's module.qualname of the function the task runs, 3-4 frames down under anyio
  * 4's wrapper) becomes the qualname of what it runs, so that one route's requests are one
  * stack; any other name stays. fr: its outermost frames, root first. */
-static const char *shown_name(struct record *r, struct target *tg, const char *name,
+static const char *shown_name(struct joiner *jn, struct target *tg, const char *name,
 			      const struct frame_rec *const *fr, uint32_t n)
 {
 	size_t len = strlen(name);
 	const char *learned;
 
-	if (r->task_ids)
+	if (jn->task_ids)
 		return name;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct py_code *c =
-			symtab_code(r->syms, &tg->t, FRAME_CODE(fr[i]), fr[i]->fp);
+			symtab_code(jn->syms, &tg->t, FRAME_CODE(fr[i]), fr[i]->fp);
 		size_t q;
 
 		if (!c->valid || !c->qualname)
@@ -201,31 +201,31 @@ static const char *shown_name(struct record *r, struct target *tg, const char *n
 		q = strlen(c->qualname);
 		if (len > q + 1 && name[len - q - 1] == '.' &&
 		    !strcmp(name + len - q, c->qualname)) {
-			autogroups_learn(r->groups, name, c->qualname);
+			autogroups_learn(jn->groups, name, c->qualname);
 			return c->qualname;
 		}
 	}
 	/* anyio 4's wrapper before or after the function: the group it was seen with */
-	learned = autogroups_find(r->groups, name);
+	learned = autogroups_find(jn->groups, name);
 	return learned ? learned : name;
 }
 
 /* A task's frame; name is its own ("?" when not known: shown as it is). */
-static uint32_t task_frame(struct record *r, struct target *tg, const char *name,
+static uint32_t task_frame(struct joiner *jn, struct target *tg, const char *name,
 			   const struct frame_rec *const *fr, uint32_t n)
 {
 	if (!strcmp(name, "?"))
-		return profile_frame(r->prof, FRAME_TASK, name, NULL, 0);
-	return profile_frame(r->prof, FRAME_TASK, shown_name(r, tg, name, fr, n), NULL, 0);
+		return profile_frame(jn->prof, FRAME_TASK, name, NULL, 0);
+	return profile_frame(jn->prof, FRAME_TASK, shown_name(jn, tg, name, fr, n), NULL, 0);
 }
 
 /* The thread's frames leaf first into out, its native ones (if any) in place: each C call
  * of the eval loop stands for the Python frames it runs. 3.12+ tell the call by the shim
  * frame on its stack (any build, stripped or not); older versions by its name and
  * FRAME_ENTRY (before 3.11 each frame is one call). The interpreter's other C functions
- * are left out unless r->native_all. at[i] is where Python frame i went. Python frames
+ * are left out unless jn->native_all. at[i] is where Python frame i went. Python frames
  * beyond the native stack's last eval call (the copy ended short of the root) come last. */
-static uint32_t thread_frames(struct record *r, struct target *tg, const struct py_sample *s,
+static uint32_t thread_frames(struct joiner *jn, struct target *tg, const struct py_sample *s,
 			      const struct native_hdr *h, const struct native_stack *ns,
 			      uint32_t *out, uint32_t *at)
 {
@@ -242,29 +242,29 @@ static uint32_t thread_frames(struct record *r, struct target *tg, const struct 
 			for (end = py + 1;
 			     end < nf && !each && !(s->frames[end - 1].code & FRAME_ENTRY);)
 				end++;
-		else if (f->kind == NATIVE_OTHER || r->native_all)
-			out[n++] = profile_frame(r->prof, FRAME_NATIVE, f->name, NULL, 0);
+		else if (f->kind == NATIVE_OTHER || jn->native_all)
+			out[n++] = profile_frame(jn->prof, FRAME_NATIVE, f->name, NULL, 0);
 		for (; py < end; py++) {
 			at[py] = n;
-			out[n++] = python_frame(r, tg, &s->frames[py]);
+			out[n++] = python_frame(jn, tg, &s->frames[py]);
 		}
 	}
 	if (ns && ns->end != NATIVE_END_ROOT && py < nf)
-		out[n++] = special(r, "[native stack ends]");
+		out[n++] = special(jn, "[native stack ends]");
 	for (; py < nf; py++) {
 		at[py] = n;
-		out[n++] = python_frame(r, tg, &s->frames[py]);
+		out[n++] = python_frame(jn, tg, &s->frames[py]);
 	}
 	return n;
 }
 
 /* "[N more frames]": frames of a creation site that were not kept */
-static uint32_t more_frames(struct record *r, uint32_t more)
+static uint32_t more_frames(struct joiner *jn, uint32_t more)
 {
 	char text[48];
 
 	snprintf(text, sizeof(text), "[%u more frames]", more);
-	return special(r, text);
+	return special(jn, text);
 }
 
 /* The coroutine frame of task k (its outermost), NULL if not in the sample. */
@@ -304,7 +304,7 @@ static bool same_kind(uint64_t code_a, const char *name_a, uint64_t code_b, cons
  * or is under a task that runs, the same coroutine function: a server's next request,
  * made in the previous request's send path (uvicorn under keep-alive), is not that
  * request's work. */
-static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py_sample *s,
+static uint32_t shown_tasks(struct joiner *jn, struct target *tg, const struct py_sample *s,
 			    uint32_t last, uint32_t total, const struct task_site **sites,
 			    struct task_site *copies, char (*names)[TASK_NAME_TEXT])
 {
@@ -312,8 +312,8 @@ static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py
 
 	for (uint32_t k = 1; k < nt; k++)
 		if (s->tasks[k].flags & TASK_ORIGIN &&
-		    tasksites_get(r->sites, tg->t.pid, s->tasks[k - 1].addr, s->tasks[k - 1].serial,
-				  &copies[k]))
+		    tasksites_get(jn->sites, tg->t.pid, s->tasks[k - 1].addr,
+				  s->tasks[k - 1].serial, &copies[k]))
 			sites[k] = &copies[k];
 	for (uint32_t k = 1; k < nt; k++) {
 		uint64_t child;
@@ -323,14 +323,14 @@ static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py
 		/* a creator whose creation site is not known is not drawn: neither where it
 		 * made the task nor whether it is the task's own kind can be shown */
 		if (!sites[k]) {
-			r->sites_unknown++;
+			jn->sites_unknown++;
 			return k;
 		}
 		child = task_code(s, k - 1, last, total, sites);
 		for (uint32_t j = k; j < nt; j++)
 			if (same_kind(child, names[k - 1], task_code(s, j, last, total, sites),
 				      names[j])) {
-				r->creation_cuts++;
+				jn->creation_cuts++;
 				return k;
 			}
 	}
@@ -339,10 +339,10 @@ static uint32_t shown_tasks(struct record *r, struct target *tg, const struct py
 
 /* Python's name of the sample's thread; where there is none, MainThread for the main
  * thread (Python's name for it, threading imported or not), the OS name for others. */
-static const char *thread_name(struct record *r, struct target *tg, const struct sample_hdr *h,
+static const char *thread_name(struct joiner *jn, struct target *tg, const struct sample_hdr *h,
 			       const char *comm)
 {
-	const char *name = pythreads_name(r->threads, &tg->t, h->tid, h->tstate);
+	const char *name = pythreads_name(jn->threads, &tg->t, h->tid, h->tstate);
 
 	return name ? name : h->tid == h->pid ? "MainThread" : comm;
 }
@@ -352,7 +352,7 @@ static const char *thread_name(struct record *r, struct target *tg, const struct
  * the running task and its frames down to the leaf. A pool worker's sample (SAMPLE_WORK):
  * the tasks down to the one awaiting the item, suspended, then the worker thread and its
  * frames inside the pool's. */
-static uint32_t join(struct record *r, struct target *tg, const struct py_sample *s,
+static uint32_t join(struct joiner *jn, struct target *tg, const struct py_sample *s,
 		     const struct native_hdr *nh, const struct native_stack *ns, uint32_t *ids,
 		     uint32_t n)
 {
@@ -366,7 +366,7 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 
 	if (h->ntasks && h->flags & SAMPLE_SUSPENDED)
 		goto tasks;
-	nth = thread_frames(r, tg, s, nh, ns, th, at);
+	nth = thread_frames(jn, tg, s, nh, ns, th, at);
 	if (h->ntasks && h->flags & SAMPLE_WORK && h->running_idx < h->nframes) {
 		/* the worker's frames inside its pool frame, after the task awaiting them */
 		split = at[h->running_idx];
@@ -383,10 +383,10 @@ static uint32_t join(struct record *r, struct target *tg, const struct py_sample
 		ids[n++] = th[i];
 tasks:
 	for (uint32_t k = 0; k < h->ntasks; k++)
-		tasknames_sample(r->names, &tg->t, &s->tasks[k], names[k], sizeof(names[k]));
-	top = shown_tasks(r, tg, s, last, total, sites, copies, names);
+		tasknames_sample(jn->names, &tg->t, &s->tasks[k], names[k], sizeof(names[k]));
+	top = shown_tasks(jn, tg, s, last, total, sites, copies, names);
 	if (top == h->ntasks && s->tasks[top - 1].flags & TASK_MORE)
-		ids[n++] = special(r, "[more tasks]");
+		ids[n++] = special(jn, "[more tasks]");
 	for (uint32_t k = top; k-- > last;) {
 		const struct task_rec *t = &s->tasks[k];
 		const struct task_site *site = sites[k];
@@ -400,33 +400,33 @@ tasks:
 					    i < total && nfr < GROUP_FRAMES;
 		     i++)
 			fr[nfr++] = &s->frames[i];
-		ids[n++] = task_frame(r, tg, names[k], fr, nfr);
+		ids[n++] = task_frame(jn, tg, names[k], fr, nfr);
 		if (t->flags & TASK_CYCLE)
-			ids[n++] = special(r, "[cycle]");
+			ids[n++] = special(jn, "[cycle]");
 		if (t->flags & TASK_ORIGIN) {
 			/* where it created the task below it, whatever it runs now */
 			for (uint32_t i = site ? site->nframes : 0; i-- > 0;) {
-				ids[n++] = python_frame(r, tg, &site->frames[i]);
+				ids[n++] = python_frame(jn, tg, &site->frames[i]);
 				if (i + SITE_OUTER == site->nframes && site->more)
-					ids[n++] = more_frames(r, site->more);
+					ids[n++] = more_frames(jn, site->more);
 			}
-			ids[n++] = special(r, "[created by]");
+			ids[n++] = special(jn, "[created by]");
 			continue;
 		}
 		for (uint32_t i = t->first; i < (uint32_t)t->first + t->nframes && i < total; i++)
-			ids[n++] = python_frame(r, tg, &s->frames[i]);
+			ids[n++] = python_frame(jn, tg, &s->frames[i]);
 		if (t->flags & TASK_TRUNCATED)
-			ids[n++] = special(r, "[truncated]");
+			ids[n++] = special(jn, "[truncated]");
 	}
 	if (top == h->ntasks && !(s->tasks[top - 1].flags & (TASK_ENDED | TASK_CYCLE | TASK_MORE)))
-		r->root_tasks += tasknames_root(r->names, &tg->t, &s->tasks[top - 1]);
+		jn->root_tasks += tasknames_root(jn->names, &tg->t, &s->tasks[top - 1]);
 	if (!last && h->flags & SAMPLE_WORK) {
 		char comm[TASK_COMM_LEN + 1];
 
 		memcpy(comm, h->comm, TASK_COMM_LEN);
 		comm[TASK_COMM_LEN] = 0;
-		ids[n++] =
-			profile_frame(r->prof, FRAME_WORKER, thread_name(r, tg, h, comm), NULL, 0);
+		ids[n++] = profile_frame(jn->prof, FRAME_WORKER, thread_name(jn, tg, h, comm), NULL,
+					 0);
 		for (uint32_t i = split; i-- > 0;)
 			ids[n++] = th[i];
 		return n;
@@ -439,7 +439,7 @@ tasks:
 
 		for (uint32_t i = h->running_idx + 1; i-- > 0 && nfr < GROUP_FRAMES;)
 			fr[nfr++] = &s->frames[i];
-		ids[n++] = task_frame(r, tg, names[0], fr, nfr);
+		ids[n++] = task_frame(jn, tg, names[0], fr, nfr);
 	}
 	for (uint32_t i = split; i-- > 0;)
 		ids[n++] = th[i];
@@ -447,31 +447,31 @@ tasks:
 }
 
 /* A sample of tg that cannot be counted. */
-static void lost(struct record *r, struct target *tg)
+static void lost(struct joiner *jn, struct target *tg)
 {
-	r->nomem++;
+	jn->nomem++;
 	tg->lost++;
 }
 
 /* Counts a pool worker's sample by what its link to the awaiting task came to: each in
  * exactly one of the counts, so that they add up to work_frames. */
-static void count_work(struct record *r, const struct sample_hdr *h)
+static void count_work(struct joiner *jn, const struct sample_hdr *h)
 {
-	r->work_frames++;
+	jn->work_frames++;
 	if (h->flags & SAMPLE_WORK && h->ntasks)
-		r->work_linked++;
+		jn->work_linked++;
 	else if (h->flags & SAMPLE_WORK_STALE)
-		r->work_stale++;
+		jn->work_stale++;
 	else if (h->flags & SAMPLE_WORK_NO_FUTURE)
-		r->work_no_future++;
+		jn->work_no_future++;
 	else if (h->flags & SAMPLE_WORK_UNSEEN)
-		r->work_unseen++;
+		jn->work_unseen++;
 	else
-		r->work_unreadable++;
+		jn->work_unreadable++;
 }
 
 /* A sample of tg (NULL: its pid is not tracked). */
-static void add_sample(struct record *r, struct target *tg, const struct py_sample *s,
+static void add_sample(struct joiner *jn, struct target *tg, const struct py_sample *s,
 		       const struct native_hdr *nh, const struct native_stack *ns, uint64_t wall_ns,
 		       uint64_t cpu_ns)
 {
@@ -481,82 +481,82 @@ static void add_sample(struct record *r, struct target *tg, const struct py_samp
 	int ret;
 
 	if (!tg) {
-		r->unknown_pid++;
+		jn->unknown_pid++;
 		return;
 	}
 	tg->samples++;
 	if (h->flags & SAMPLE_WORK_FRAME)
-		count_work(r, h);
+		count_work(jn, h);
 	memcpy(comm, h->comm, TASK_COMM_LEN);
 	comm[TASK_COMM_LEN] = 0;
 	if (tg->root_frame != UINT32_MAX)
 		ids[n++] = tg->root_frame;
 	ids[n++] = tg->proc_frame;
 	if (h->flags & SAMPLE_SUSPENDED)
-		ids[n++] = special(r, "[suspended tasks]");
+		ids[n++] = special(jn, "[suspended tasks]");
 	else if (h->flags & SAMPLE_WORK && h->ntasks)
-		ids[n++] = special(r, "[thread work]");
+		ids[n++] = special(jn, "[thread work]");
 	else
-		ids[n++] = profile_frame(r->prof, FRAME_THREAD, thread_name(r, tg, h, comm), NULL,
+		ids[n++] = profile_frame(jn->prof, FRAME_THREAD, thread_name(jn, tg, h, comm), NULL,
 					 h->tid);
 	if (h->flags & SAMPLE_TRUNCATED)
-		ids[n++] = special(r, "[truncated]");
+		ids[n++] = special(jn, "[truncated]");
 	else if (h->flags & SAMPLE_READ_ERR)
-		ids[n++] = special(r, "[incomplete]");
+		ids[n++] = special(jn, "[incomplete]");
 	/* a thread without a thread state may still show its native frames, below */
 	if (h->flags & SAMPLE_NO_TSTATE && ns && ns->n)
-		ids[n++] = special(r, "[no Python thread state]");
-	n = join(r, tg, s, nh, ns, ids, n);
+		ids[n++] = special(jn, "[no Python thread state]");
+	n = join(jn, tg, s, nh, ns, ids, n);
 	/* wall mode: what the task awaits is a pool's job no worker has taken yet */
 	if (h->flags & SAMPLE_SUSPENDED && h->flags & SAMPLE_QUEUED)
-		ids[n++] = special(r, "[queued in thread pool]");
+		ids[n++] = special(jn, "[queued in thread pool]");
 	if (h->flags & SAMPLE_NO_TSTATE && !(ns && ns->n))
-		ids[n++] = special(r, "[no Python thread state]");
+		ids[n++] = special(jn, "[no Python thread state]");
 	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED)))
-		ids[n++] = special(r, "[no Python frames]");
+		ids[n++] = special(jn, "[no Python frames]");
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] == UINT32_MAX) {
-			lost(r, tg);
+			lost(jn, tg);
 			return;
 		}
-	if (!r->stack_limit || wall_ns || cpu_ns) {
-		if (profile_add_ns(r->prof, ids, n, 1, wall_ns, cpu_ns))
-			lost(r, tg);
+	if (!jn->stack_limit || wall_ns || cpu_ns) {
+		if (profile_add_ns(jn->prof, ids, n, 1, wall_ns, cpu_ns))
+			lost(jn, tg);
 		return;
 	}
-	ret = profile_add_capped(r->prof, ids, n, 1, &tg->stack_budget);
+	ret = profile_add_capped(jn->prof, ids, n, 1, &tg->stack_budget);
 	if (ret == -ENOSPC) {
 		/* the process's table is full: count the sample under its thread */
-		r->over_limit++;
+		jn->over_limit++;
 		n = tg->root_frame != UINT32_MAX ? 3 : 2;
-		ids[n++] = special(r, "[stack limit]");
-		if (ids[n - 1] == UINT32_MAX || profile_add(r->prof, ids, n, 1))
-			lost(r, tg);
+		ids[n++] = special(jn, "[stack limit]");
+		if (ids[n - 1] == UINT32_MAX || profile_add(jn->prof, ids, n, 1))
+			lost(jn, tg);
 	} else if (ret) {
-		lost(r, tg);
+		lost(jn, tg);
 	}
 }
 
-void record_sample_ns(struct record *r, const struct py_sample *s, uint64_t wall_ns,
+void joiner_sample_ns(struct joiner *jn, const struct py_sample *s, uint64_t wall_ns,
 		      uint64_t cpu_ns)
 {
-	add_sample(r, record_target(r, s->hdr.pid), s, NULL, NULL, wall_ns, cpu_ns);
+	add_sample(jn, joiner_target(jn, s->hdr.pid), s, NULL, NULL, wall_ns, cpu_ns);
 }
 
-void record_sample(struct record *r, const struct py_sample *s, size_t size)
+void joiner_sample(struct joiner *jn, const struct py_sample *s, size_t size)
 {
-	const struct native_hdr *h = r->unw ? native_of(s, size) : NULL;
-	struct target *tg = record_target(r, s->hdr.pid);
+	const struct native_hdr *h = jn->unw ? native_of(s, size) : NULL;
+	struct target *tg = joiner_target(jn, s->hdr.pid);
 
 	if (!tg || !h) {
-		add_sample(r, tg, s, NULL, NULL, 0, 0);
+		add_sample(jn, tg, s, NULL, NULL, 0, 0);
 		return;
 	}
-	if (unwinder_unwind(r->unw, s->hdr.pid, s->hdr.tid, tg->t.binary, h,
-			    (const uint8_t *)(h + 1), &r->ns)) {
+	if (unwinder_unwind(jn->unw, s->hdr.pid, s->hdr.tid, tg->t.binary, h,
+			    (const uint8_t *)(h + 1), &jn->ns)) {
 		tg->samples++;
-		lost(r, tg);
+		lost(jn, tg);
 		return;
 	}
-	add_sample(r, tg, s, h, &r->ns, 0, 0);
+	add_sample(jn, tg, s, h, &jn->ns, 0, 0);
 }

@@ -300,7 +300,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 }
 
 struct agent {
-	struct recorder *r;
+	struct recorder *rec;
 	struct ship *ship;
 	uint64_t intervals;
 };
@@ -308,7 +308,7 @@ struct agent {
 static int cut(struct agent *a)
 {
 	struct recorder_cut c;
-	struct profile *prof = recorder_cut(a->r, &c);
+	struct profile *prof = recorder_cut(a->rec, &c);
 	struct ship_interval iv;
 
 	if (!prof) {
@@ -327,8 +327,8 @@ static void stats(struct agent *a, bool final)
 	struct recorder_totals t;
 	struct ship_run run;
 
-	recorder_totals(a->r, &t);
-	run = (struct ship_run){ a->intervals, t.recorded, t.lost, recorder_ntargets(a->r) };
+	recorder_totals(a->rec, &t);
+	run = (struct ship_run){ a->intervals, t.recorded, t.lost, recorder_ntargets(a->rec) };
 	ship_print_stats(a->ship, stderr, &run, final);
 }
 
@@ -346,7 +346,7 @@ static int run(struct agent *a, const struct opts *o)
 		/* slices of at most 1 s: SIGHUP is handled within a second */
 		if (until > t + 1)
 			until = t + 1;
-		end = recorder_run(a->r, until > t + 0.001 ? until - t : 0.001, &stop);
+		end = recorder_run(a->rec, until > t + 0.001 ? until - t : 0.001, &stop);
 		if (end == RECORDER_FAILED)
 			return EXIT_ENV;
 		if (hup) {
@@ -392,7 +392,7 @@ int main(int argc, char **argv)
 		recorder_cli_free(&o.cli);
 		return EXIT_ENV;
 	}
-	rc = recorder_start(&a.r, &o.r);
+	rc = recorder_start(&a.rec, &o.r);
 	if (rc) {
 		ship_free(a.ship);
 		recorder_cli_free(&o.cli);
@@ -400,12 +400,12 @@ int main(int argc, char **argv)
 	}
 	rc = run(&a, &o);
 	/* the partial interval, then the queues within the flush timeout */
-	recorder_stop(a.r);
+	recorder_stop(a.rec);
 	cut(&a);
 	ship_flush(a.ship, o.flush_timeout);
 	stats(&a, true);
 	ship_free(a.ship);
-	recorder_free(a.r);
+	recorder_free(a.rec);
 	recorder_cli_free(&o.cli);
 	return rc;
 }

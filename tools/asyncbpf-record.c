@@ -169,7 +169,7 @@ static int write_output(const struct opts *o, struct profile *prof, const struct
 int main(int argc, char **argv)
 {
 	struct opts o = {};
-	struct recorder *r;
+	struct recorder *rec;
 	struct recorder_cut cut;
 	struct profile *prof;
 	char why[512];
@@ -193,15 +193,15 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	o.r.stop = &stop;
 	o.r.reader_open = handle_signals;
-	rc = recorder_start(&r, &o.r);
+	rc = recorder_start(&rec, &o.r);
 	if (rc) {
 		recorder_cli_free(&o.cli);
 		return rc;
 	}
-	if (recorder_run(r, o.duration, &stop) == RECORDER_FAILED)
+	if (recorder_run(rec, o.duration, &stop) == RECORDER_FAILED)
 		rc = EXIT_ENV;
-	recorder_stop(r);
-	prof = recorder_cut(r, &cut);
+	recorder_stop(rec);
+	prof = recorder_cut(rec, &cut);
 	if (!prof) {
 		err("out of memory");
 		rc = EXIT_ENV;
@@ -209,11 +209,11 @@ int main(int argc, char **argv)
 		rc = EXIT_ENV;
 	}
 	if (o.stats)
-		recorder_print_stats(r, prof, stderr);
+		recorder_print_stats(rec, prof, stderr);
 	profile_free(prof);
 	/* the command's status, unless the output could not be written */
-	status = recorder_command_status(r, stop, CMD_GRACE);
-	recorder_free(r);
+	status = recorder_command_status(rec, stop, CMD_GRACE);
+	recorder_free(rec);
 	recorder_cli_free(&o.cli);
 	return o.r.cmd && !rc ? status : rc;
 }

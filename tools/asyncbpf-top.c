@@ -226,7 +226,7 @@ static void msgs_release(void)
 }
 
 /* The window and the recording's totals into the view. */
-static int show(struct recorder *r, struct window *w, struct topview *tv)
+static int show(struct recorder *rec, struct window *w, struct topview *tv)
 {
 	static struct recorder_target targets[MAX_TARGETS];
 	static struct tv_proc procs[MAX_TARGETS];
@@ -234,7 +234,7 @@ static int show(struct recorder *r, struct window *w, struct topview *tv)
 	const struct profile *recent = window_recent(w, &rs), *all = window_all(w, &as);
 	struct recorder_totals t;
 	struct tv_status st;
-	size_t n = recorder_targets(r, targets, MAX_TARGETS);
+	size_t n = recorder_targets(rec, targets, MAX_TARGETS);
 
 	if (n > MAX_TARGETS)
 		n = MAX_TARGETS;
@@ -242,20 +242,20 @@ static int show(struct recorder *r, struct window *w, struct topview *tv)
 		procs[i] = (struct tv_proc){ .pid = targets[i].pid, .lost = targets[i].lost };
 		memcpy(procs[i].version, targets[i].version, sizeof(procs[i].version));
 	}
-	recorder_totals(r, &t);
+	recorder_totals(rec, &t);
 	st = (struct tv_status){ .recorded = t.recorded,
 				 .lost = t.lost,
 				 .unknown_frames = t.unknown_frames,
-				 .nprocs = recorder_ntargets(r),
+				 .nprocs = recorder_ntargets(rec),
 				 .message = msgs.last[0] ? msgs.last : NULL };
 	return topview_update(tv, recent, rs.duration_ns, all, as.duration_ns, &st, procs, n);
 }
 
 /* What came since the last cut into the window. */
-static int take_cut(struct recorder *r, struct window *w)
+static int take_cut(struct recorder *rec, struct window *w)
 {
 	struct recorder_cut cut;
-	struct profile *p = recorder_cut(r, &cut);
+	struct profile *p = recorder_cut(rec, &cut);
 
 	if (!p || window_push(w, p, cut.duration_ns, cut.lost)) {
 		err("out of memory");
@@ -264,12 +264,13 @@ static int take_cut(struct recorder *r, struct window *w)
 	return 0;
 }
 
-static int snapshot(const struct opts *o, struct recorder *r, struct window *w, struct topview *tv)
+static int snapshot(const struct opts *o, struct recorder *rec, struct window *w,
+		    struct topview *tv)
 {
-	if (recorder_run(r, o->duration, &stop) == RECORDER_FAILED)
+	if (recorder_run(rec, o->duration, &stop) == RECORDER_FAILED)
 		return EXIT_ENV;
-	recorder_stop(r);
-	if (take_cut(r, w) || show(r, w, tv)) {
+	recorder_stop(rec);
+	if (take_cut(rec, w) || show(rec, w, tv)) {
 		err("out of memory");
 		return EXIT_ENV;
 	}
@@ -339,7 +340,7 @@ static uint32_t view_key(int ret, wint_t wc)
 }
 
 /* Keys waiting: 1 quit, 0 go on; *dirty when the screen changed. */
-static int keys(struct recorder *r, struct window *w, struct topview *tv, bool *dirty)
+static int keys(struct recorder *rec, struct window *w, struct topview *tv, bool *dirty)
 {
 	wint_t wc;
 	int ret, rows = getmaxy(stdscr);
@@ -366,14 +367,14 @@ static int keys(struct recorder *r, struct window *w, struct topview *tv, bool *
 		}
 		if (paused != topview_paused(tv)) {
 			window_hold(w, topview_paused(tv));
-			if (!topview_paused(tv) && show(r, w, tv))
+			if (!topview_paused(tv) && show(rec, w, tv))
 				return -1;
 		}
 	}
 	return 0;
 }
 
-static int live(const struct opts *o, struct recorder *r, struct window *w, struct topview *tv)
+static int live(const struct opts *o, struct recorder *rec, struct window *w, struct topview *tv)
 {
 	double start = mono_s(), next = start + o->interval;
 	bool ended = false, dirty = true;
@@ -390,14 +391,14 @@ static int live(const struct opts *o, struct recorder *r, struct window *w, stru
 	nodelay(stdscr, TRUE);
 	set_escdelay(25);
 	curs_set(0);
-	if (show(r, w, tv))
+	if (show(rec, w, tv))
 		goto oom;
 	while (!stop && !(o->duration && mono_s() - start >= o->duration)) {
 		double t = mono_s();
 
 		if (!ended) {
 			enum recorder_end e =
-				next > t ? recorder_run(r, fmin(SLICE, next - t), &stop)
+				next > t ? recorder_run(rec, fmin(SLICE, next - t), &stop)
 					 : RECORDER_TIME;
 
 			if (e == RECORDER_FAILED) {
@@ -406,7 +407,7 @@ static int live(const struct opts *o, struct recorder *r, struct window *w, stru
 			}
 			/* every listed process exited: a last cut, then the view stays */
 			if (e == RECORDER_ENDED) {
-				recorder_stop(r);
+				recorder_stop(rec);
 				ended = true;
 				next = mono_s();
 			}
@@ -414,18 +415,18 @@ static int live(const struct opts *o, struct recorder *r, struct window *w, stru
 			napms(SLICE * 1000);
 		}
 		if (next && mono_s() >= next) {
-			if (take_cut(r, w) || (!topview_paused(tv) && show(r, w, tv)))
+			if (take_cut(rec, w) || (!topview_paused(tv) && show(rec, w, tv)))
 				goto oom;
 			next = ended ? 0 : fmax(next + o->interval, mono_s());
 			dirty = true;
 		}
-		k = keys(r, w, tv, &dirty);
+		k = keys(rec, w, tv, &dirty);
 		if (k < 0)
 			goto oom;
 		if (k)
 			break;
 		if (msgs_drain()) {
-			if (!topview_paused(tv) && show(r, w, tv))
+			if (!topview_paused(tv) && show(rec, w, tv))
 				goto oom;
 			dirty = true;
 		}
@@ -447,7 +448,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = {};
 	struct topview_opts to;
-	struct recorder *r;
+	struct recorder *rec;
 	struct window *w;
 	struct topview *tv;
 	bool interactive;
@@ -479,7 +480,7 @@ int main(int argc, char **argv)
 		recorder_cli_free(&o.cli);
 		return EXIT_ENV;
 	}
-	rc = recorder_start(&r, &o.r);
+	rc = recorder_start(&rec, &o.r);
 	if (rc) {
 		msgs_release();
 		recorder_cli_free(&o.cli);
@@ -495,13 +496,13 @@ int main(int argc, char **argv)
 		err("out of memory");
 		rc = EXIT_ENV;
 	} else {
-		rc = interactive ? live(&o, r, w, tv) : snapshot(&o, r, w, tv);
+		rc = interactive ? live(&o, rec, w, tv) : snapshot(&o, rec, w, tv);
 	}
-	recorder_stop(r);
+	recorder_stop(rec);
 	msgs_release();
 	topview_free(tv);
 	window_free(w);
-	recorder_free(r);
+	recorder_free(rec);
 	recorder_cli_free(&o.cli);
 	return rc;
 }

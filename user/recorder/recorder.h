@@ -78,17 +78,17 @@ void recorder_error(const char *prog, const char *fmt, ...) __attribute__((forma
 int recorder_start(struct recorder **out, const struct recorder_opts *o);
 
 /* Records for up to seconds (0: without limit) or until *stop becomes non-zero. */
-enum recorder_end recorder_run(struct recorder *r, double seconds, volatile sig_atomic_t *stop);
+enum recorder_end recorder_run(struct recorder *rec, double seconds, volatile sig_atomic_t *stop);
 
 /* The profile aggregated since the last cut (or the start), the samples the reader holds
  * taken in first, replaced by an empty one;
  * the caller frees it. NULL when out of memory (nothing is lost: the samples stay for
  * the next cut). */
-struct profile *recorder_cut(struct recorder *r, struct recorder_cut *info);
+struct profile *recorder_cut(struct recorder *rec, struct recorder_cut *info);
 
 /* Stops sampling and takes in what is still pending; says what the recording missed
  * (no Python under the command, processes that could not be examined). Cut after it. */
-void recorder_stop(struct recorder *r);
+void recorder_stop(struct recorder *rec);
 
 /* Samples in all cuts so far and in the current profile, and samples lost: their sum is
  * every sample taken in a target. */
@@ -98,8 +98,8 @@ struct recorder_totals {
 	uint64_t lost;
 	uint64_t unknown_frames; /* frames shown as [unknown] */
 };
-void recorder_totals(struct recorder *r, struct recorder_totals *t);
-size_t recorder_ntargets(const struct recorder *r);
+void recorder_totals(struct recorder *rec, struct recorder_totals *t);
+size_t recorder_ntargets(const struct recorder *rec);
 
 /* A process being profiled. */
 struct recorder_target {
@@ -109,15 +109,15 @@ struct recorder_target {
 	uint64_t lost;	  /* of those, not in any profile (out of memory) */
 };
 /* The processes profiled now: the first max into out; returns how many there are. */
-size_t recorder_targets(const struct recorder *r, struct recorder_target *out, size_t max);
+size_t recorder_targets(const struct recorder *rec, struct recorder_target *out, size_t max);
 
 /* The --stats report; last is the profile of the last cut (its size is reported). */
-void recorder_print_stats(struct recorder *r, const struct profile *last, FILE *f);
+void recorder_print_stats(struct recorder *rec, const struct profile *last, FILE *f);
 
 /* A command's exit status once it has ended (after grace seconds it is sent SIGTERM),
  * 128+sig when signal sig ended the recording before it could run; -1 without one. */
-int recorder_command_status(struct recorder *r, int sig, double grace);
+int recorder_command_status(struct recorder *rec, int sig, double grace);
 
-void recorder_free(struct recorder *r);
+void recorder_free(struct recorder *rec);
 
 #endif

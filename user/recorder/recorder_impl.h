@@ -54,24 +54,24 @@ struct recorder {
 };
 
 /* One line on stderr, prefixed with the tool's name. */
-void recorder_say(struct recorder *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void recorder_say(struct recorder *rec, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double recorder_now(void);
 /* User and system CPU time of this process, s. */
 double recorder_cpu(void);
 /* Samples taken in tracked processes that are not in the profile. */
-uint64_t recorder_lost(struct recorder *a);
+uint64_t recorder_lost(struct recorder *rec);
 
 /* recorder_targets.c: the listed pids inspected (-1: one is bad, said); tracking a
  * process; task snapshots and creation probes of the targets due; the callbacks of
  * discovery, the lifecycle events and a command's scan; dropping targets that exited. */
-int targets_check(struct recorder *a, struct py_target *targets);
-void targets_track(struct recorder *a, const struct py_target *t);
-void targets_refresh(struct recorder *a, double max_s);
+int targets_check(struct recorder *rec, struct py_target *targets);
+void targets_track(struct recorder *rec, const struct py_target *t);
+void targets_refresh(struct recorder *rec, double max_s);
 enum pyproc_status targets_inspect(void *ctx, pid_t pid);
 enum pyproc_status targets_examine(void *ctx, pid_t pid);
 void targets_ended(void *ctx, pid_t pid, bool exec);
 bool targets_tracked(void *ctx, pid_t pid);
 void targets_exec(void *ctx, pid_t pid);
-void targets_reap(struct recorder *a, bool explicit_pids);
+void targets_reap(struct recorder *rec, bool explicit_pids);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "profile/profile.h"
 #include "tests/unit/pydir.h"
 #include "recorder/recorder.h"
@@ -26,14 +27,6 @@ static const char spin[] = "import sys\n"
 			   "    while True: pass\n"
 			   "print('READY', flush=True)\n"
 			   "hot()\n";
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* A supported interpreter (3.8 or later): the first one interpreters.sh lists. */
 static int find_python(char *out, size_t len)
@@ -144,7 +137,7 @@ int main(void)
 	sum = tc.recorded; /* the part just dropped */
 	lost = tc.lost;
 	for (int k = 0; k < 2; k++) {
-		for (double end = now_s() + SECONDS / 2; now_s() < end;) {
+		for (double end = mono_s() + SECONDS / 2; mono_s() < end;) {
 			recorder_run(cut, SLICE, &never);
 			recorder_run(whole, SLICE, &never);
 		}

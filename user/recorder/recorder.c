@@ -74,14 +74,6 @@ uint64_t recorder_lost(struct recorder *rec)
 	return t.lost + rec->jn.nomem + rec->jn.unknown_pid;
 }
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static const struct procfilter no_filter;
 
 static void on_sample(void *ctx, const struct py_sample *s, size_t size)

@@ -48,14 +48,6 @@ struct ship {
 	double started, last_at, last_cpu;
 };
 
-static uint64_t realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static double cpu_seconds(void)
 {
 	struct rusage ru;

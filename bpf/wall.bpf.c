@@ -156,6 +156,30 @@ static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, 
 	return v[1] == k->pending_state;
 }
 
+/* Is the task done (its future's state not pending)? A task stays listed until its free is
+ * seen, and one done but still referenced keeps the coroutine it ran. */
+static __always_inline int task_done(struct pw_reader *r, const struct py_proc *p, __u64 task)
+{
+	__s32 state = -1;
+
+	return pw_read(r, &state, 4, task + p->async.fut_state) || state != 0;
+}
+
+/* Does the task await another task (fut_waiter a task of ours: its coroutine maps back to
+ * it)? Then it is drawn in that task's chain, whose link names its creator; a snapshot
+ * decides this for the tasks it lists, with what gather and task groups hold too. */
+static __noinline int awaits_task(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+				  __u64 task, __u64 *v)
+{
+	const struct task_id *id;
+
+	if (pw_read(r, &v[0], 8, task + p->async.task_fut_waiter) || !v[0] ||
+	    pw_read(r, &v[1], 8, v[0] + p->async.task_coro) || !v[1])
+		return 0;
+	id = pw_coro_task(pid, v[1]);
+	return id && id->task == v[0] && !pw_task_serial(pid, v[0], &v[2]) && v[2] == id->serial;
+}
+
 struct suspended {
 	struct pw_reader *r;
 	const struct py_proc *p;
@@ -180,8 +204,17 @@ static long suspended_step(__u32 i, void *ctx)
 		stat_inc(WSTAT_TASK_GONE);
 		return 0;
 	}
+	if (task_done(x->r, x->p, wt->task)) {
+		stat_inc(WSTAT_TASK_DONE);
+		return 0;
+	}
 	if (gen_executing(x->r, x->p, wt->coro)) {
 		stat_inc(WSTAT_TASK_ACTIVE);
+		return 0;
+	}
+	if ((wt->flags & WALL_TASK_NEW) &&
+	    awaits_task(x->r, x->p, x->pid, wt->task, sc->pw.work_read)) {
+		stat_inc(WSTAT_TASK_AWAITS);
 		return 0;
 	}
 	sc->w.kind = WALL_TASK;

@@ -46,7 +46,7 @@ enum wall_stat {
 	WSTAT_NAME_COPIES, /* task names copied */
 	WSTAT_QUEUED,	   /* suspended-task samples awaiting a pool job not started */
 	WSTAT_TASK_DONE,   /* listed tasks found done (not pending) */
-	WSTAT_TASK_AWAITS, /* new tasks found awaiting a task: drawn in its chain */
+	WSTAT_TASK_AWAITS, /* listed tasks found awaiting a task: drawn in its chain */
 	WSTAT_MAX,
 };
 

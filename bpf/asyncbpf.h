@@ -277,6 +277,22 @@ struct task_link {
 	char name[TASK_NAME_LEN];
 };
 
+/* Wall mode: a task created or freed (task_lives ring buffer), so each tick knows the
+ * live tasks however short their lives, without waiting for the next snapshot. */
+enum task_life_kind {
+	TASK_BORN = 1,
+	TASK_FREED = 2,
+};
+
+struct task_life {
+	__u32 kind;
+	__u32 pid;
+	__u64 task;
+	__u64 coro;   /* TASK_BORN */
+	__u64 serial; /* TASK_FREED: 0 when the task was never numbered */
+	__u64 ns;     /* CLOCK_MONOTONIC */
+};
+
 #define SITE_FRAMES 24 /* creator frames kept per creation site */
 #define SITE_OUTER  4  /* of which the outermost, when there are more */
 
@@ -313,6 +329,8 @@ enum stat_idx {
 	STAT_NS_FRAMES,
 	STAT_NS_TASKS,
 	STAT_NS_OUTPUT,
+	STAT_TASK_FREED,     /* tasks freed (the task_free probe, wall mode) */
+	STAT_TASK_LIFE_LOST, /* task_lives events the ring buffer had no room for */
 	STAT_MAX,
 };
 

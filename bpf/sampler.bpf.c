@@ -57,6 +57,16 @@ struct {
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/* wall mode: task creations and frees go to task_lives for the ticker */
+const volatile bool task_lives_on = false;
+/* --no-origins: the creation probe numbers tasks (wall mode) but links none */
+const volatile bool origins_on = true;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} task_lives SEC(".maps");
+
 /* Set only to test how a rejected program is reported (ASYNCBPF_TEST_REJECT_BPF): the
  * verifier knows this frozen constant and checks the invalid access below only if set. */
 const volatile bool reject_for_test = false;
@@ -222,6 +232,41 @@ static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_p
 	return ts;
 }
 
+static __always_inline void task_life(__u32 kind, __u32 pid, __u64 task, __u64 coro, __u64 serial)
+{
+	struct task_life *e = bpf_ringbuf_reserve(&task_lives, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(STAT_TASK_LIFE_LOST);
+		return;
+	}
+	e->kind = kind;
+	e->pid = pid;
+	e->task = task;
+	e->coro = coro;
+	e->serial = serial;
+	e->ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* _asyncio.Task's tp_dealloc(self), attached in wall mode: the task's memory may hold
+ * anything after this, so the ticker stops listing it before its next walk. A task
+ * resurrected by its finalizer is dropped too (never pending again). */
+SEC("uprobe")
+int BPF_KPROBE(task_free, __u64 self)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32;
+	struct task_key key = { .pid = pid, .addr = self };
+	__u64 *sn;
+
+	if (!bpf_map_lookup_elem(&procs, &pid))
+		return 0;
+	sn = bpf_map_lookup_elem(&task_serials, &key);
+	stat_inc(STAT_TASK_FREED);
+	task_life(TASK_FREED, pid, self, 0, sn ? *sn : 0);
+	return 0;
+}
+
 /* _asyncio.Task's tp_init(self, args, kwargs), attached per process by userspace: the
  * new task is linked to the task running on this thread, its creator, and its
  * coroutine (args[0]) is known at once. A fire-and-forget child keeps this link after
@@ -264,6 +309,10 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	key.addr = coro;
 	bpf_map_update_elem(&coro_task, &key, &id_new, BPF_ANY);
 	stat_inc(STAT_TASK_CREATED);
+	if (task_lives_on)
+		task_life(TASK_BORN, pid, self, coro, id_new.serial);
+	if (!origins_on)
+		return 0;
 
 	if (!walk_thread(rd, p, id, sc))
 		return 0;

@@ -46,9 +46,12 @@ struct wall_task tasks[WALL_MAX_TASKS];
 __u32 ntasks;
 __u32 tasks_pending;
 
+#define HEAD_MAX 128
+
 struct scratch {
 	struct wall_sample w;
 	struct pw_scratch pw;
+	__u8 head[HEAD_MAX]; /* a listed task's fields, fut_state to task_coro */
 };
 
 struct {
@@ -156,6 +159,55 @@ static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, 
 	return v[1] == k->pending_state;
 }
 
+/* A listed task's state, fut_waiter and coroutine, in one read: they lie within 100 bytes
+ * of each other in the task object, and each read of another process's memory costs
+ * about a microsecond here. */
+struct task_head {
+	__s32 state;
+	__u64 waiter, coro;
+};
+
+static __always_inline int read_head(struct pw_reader *r, const struct py_proc *p, __u64 task,
+				     __u8 *buf, struct task_head *h)
+{
+	const struct py_async_layout *a = &p->async;
+	__u32 len = a->task_coro + 8 - a->fut_state;
+	__u64 w = a->task_fut_waiter - a->fut_state, c = a->task_coro - a->fut_state;
+
+	if (len > HEAD_MAX || w > HEAD_MAX - 8 || c > HEAD_MAX - 8 || a->task_coro < a->fut_state ||
+	    a->task_fut_waiter < a->fut_state)
+		return -1;
+	asm volatile("%0 &= 0x7f" : "+r"(len));
+	if (!len || pw_read(r, buf, len, task + a->fut_state))
+		return -1;
+	asm volatile("%0 &= 0x7f" : "+r"(w));
+	asm volatile("%0 &= 0x7f" : "+r"(c));
+	if (w > HEAD_MAX - 8 || c > HEAD_MAX - 8)
+		return -1;
+	h->state = *(__s32 *)buf;
+	h->waiter = *(__u64 *)(buf + w);
+	h->coro = *(__u64 *)(buf + c);
+	return 0;
+}
+
+/* Does the task await another task (fut_waiter a task of ours: its coroutine maps back to
+ * it)? Then it is drawn in that task's chain, whose link names its creator or awaiter. A
+ * snapshot's leaf may have come to await a task since; what gather and task groups hold
+ * only a snapshot sees. */
+static __noinline int awaits_task(struct pw_reader *r, const struct py_proc *p, __u32 pid,
+				  __u64 waiter, __u64 *v)
+{
+	const struct task_id *id;
+
+	/* the map first: most tasks await a future that was never a task, and a read of
+	 * another process's memory costs more than a lookup */
+	if (!waiter || pw_task_serial(pid, waiter, &v[2]) ||
+	    pw_read(r, &v[1], 8, waiter + p->async.task_coro) || !v[1])
+		return 0;
+	id = pw_coro_task(pid, v[1]);
+	return id && id->task == waiter && v[2] == id->serial;
+}
+
 struct suspended {
 	struct pw_reader *r;
 	const struct py_proc *p;
@@ -169,19 +221,31 @@ static long suspended_step(__u32 i, void *ctx)
 	struct scratch *sc = x->sc;
 	struct wall_task *wt;
 	struct pw_tasks w = { .r = x->r, .p = x->p, .pid = x->pid, .own = 1 };
-	__u64 k = i;
+	struct task_head h;
+	__u64 k = i, sn = 0;
 
 	if (i >= ntasks || i >= WALL_MAX_TASKS)
 		return 1;
 	/* masked where the verifier sees it: clang would reuse the unmasked i */
 	asm volatile("%0 &= 0x1fff" : "+r"(k));
 	wt = &tasks[k];
-	if (pw_task_alive(x->r, x->p, x->pid, wt->task, wt->coro, wt->serial) != 1) {
+	/* as pw_task_alive, with the task's fields read at once */
+	if ((wt->serial && (pw_task_serial(x->pid, wt->task, &sn) || sn != wt->serial)) ||
+	    read_head(x->r, x->p, wt->task, sc->head, &h) || h.coro != wt->coro) {
 		stat_inc(WSTAT_TASK_GONE);
+		return 0;
+	}
+	/* a finished task that something still references is not waiting */
+	if (h.state != 0) {
+		stat_inc(WSTAT_TASK_DONE);
 		return 0;
 	}
 	if (gen_executing(x->r, x->p, wt->coro)) {
 		stat_inc(WSTAT_TASK_ACTIVE);
+		return 0;
+	}
+	if (awaits_task(x->r, x->p, x->pid, h.waiter, sc->pw.work_read)) {
+		stat_inc(WSTAT_TASK_AWAITS);
 		return 0;
 	}
 	sc->w.kind = WALL_TASK;

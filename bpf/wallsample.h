@@ -10,7 +10,12 @@
 /* A suspended task to sample at this tick, chosen by userspace. */
 struct wall_task {
 	__u64 task, coro, serial;
+	__u32 flags;
+	__u32 pad;
 };
+
+/* wall_task.flags */
+#define WALL_TASK_NEW 1 /* created since the last snapshot: not known to await no task */
 
 enum wall_kind {
 	WALL_THREAD = 1, /* a thread, on CPU or not: its frames and its running task */
@@ -40,6 +45,8 @@ enum wall_stat {
 	WSTAT_NAME_HITS,   /* task names found copied already */
 	WSTAT_NAME_COPIES, /* task names copied */
 	WSTAT_QUEUED,	   /* suspended-task samples awaiting a pool job not started */
+	WSTAT_TASK_DONE,   /* listed tasks found done (not pending) */
+	WSTAT_TASK_AWAITS, /* listed tasks found awaiting a task: drawn in its chain */
 	WSTAT_MAX,
 };
 

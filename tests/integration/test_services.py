@@ -20,9 +20,14 @@ The checks:
   and run under the function the workload says they ran under in 95% of them;
 - no stack holds two request tasks;
 - worker threads carry their Python names;
-- each helper's share of samples follows its share of the helpers' CPU time.
+- each helper's share of samples follows its share of the helpers' CPU time;
+- wall mode (a second recording, under a second load): the request tasks' task-seconds
+  are the time the requests took, and those under a route's endpoint the time its calls
+  took (the workload times each), and the endpoint's database call holds the largest
+  share of them.
 
-ASYNCBPF_SVC_SECONDS (default 60) sets the time under load.
+ASYNCBPF_SVC_SECONDS (default 60) sets the time under load, ASYNCBPF_SVC_WALL_SECONDS
+(default 20) the wall-mode recording's.
 """
 import json
 import os
@@ -36,10 +41,12 @@ import urllib.request
 import pytest
 
 from helpers import (INTERPRETERS, NO_TSTATE, RECORD_TIMEOUT, TIMEOUT_SCALE, WORKLOADS, Interp,
-                     StderrLines, Workload, wait_sampling)
+                     StderrLines, Workload, wait_for, wait_sampling)
 from services import Postgres, Redis, wrk_binary, wrk_finish, wrk_start
 
 LOAD_SECONDS = int(os.environ.get("ASYNCBPF_SVC_SECONDS") or 60)
+WALL_SECONDS = int(os.environ.get("ASYNCBPF_SVC_WALL_SECONDS") or 20)
+WALL_TOLERANCE = 0.15  # relative, an endpoint's wall-mode task-seconds against its calls
 FREQ = 199
 GROUPED_SLACK = 0.02
 # known, open cases that xfail when they stay this rare (see their tests)
@@ -52,9 +59,13 @@ NAME_MAX = 255
 
 
 class Service:
-    def __init__(self, name, script, modules, paths, request_frame, server, pool_work=None):
+    def __init__(self, name, script, modules, paths, request_frame, server, pool_work=None,
+                 timed=None):
         self.name, self.script, self.modules = name, script, modules
         self.paths, self.request_frame, self.server = paths, request_frame, server
+        # (route, its endpoint's qualname, the qualname of the database call it awaits):
+        # the route whose calls the workload times
+        self.timed = timed
         # helpers run in worker threads for a request: {helper: the frame above it that
         # ties it to its route (its endpoint; Starlette's BackgroundTask.__call__ for a
         # sync background task, whose endpoint has returned)}
@@ -66,11 +77,13 @@ SERVICES = [
             ["/users", "/report", "/sync", "/offload", "/bg", "/bgsync", "/ff"],
             "RequestResponseCycle.run_asgi", "postgres",
             {"crunch_stats": "sync_stats", "hash_blob": "offload", "compress_blob": "offload",
-             "tally_audit": "BackgroundTask.__call__"}),
+             "tally_audit": "BackgroundTask.__call__"},
+            ("/users", "list_users", "Pool.fetch")),
     Service("aiohttp", "svc_aiohttp.py", ("aiohttp", "redis"),
             ["/items", "/stats", "/offload", "/ff"],
             "RequestHandler._handle_request", "redis",
-            {"hash_blob": "offload", "compress_blob": "offload"}),
+            {"hash_blob": "offload", "compress_blob": "offload"},
+            ("/items", "list_items", "Redis.execute_command")),
 ]
 INTERP_IDS = ("debian-3.11", "sid-3.14")
 
@@ -92,6 +105,7 @@ TASK_RE = re.compile(r"^<task (.*)>$", re.S)
 # thread, the worker named by a <thread NAME> frame after the tasks
 WORK = "[thread work]"
 THREAD_MARK_RE = re.compile(r"^<thread (.*)>$", re.S)
+CREATED = "[created by]"
 POOL_SHARE = 0.90
 
 
@@ -156,8 +170,9 @@ class Run:
 
     def __init__(self, svc, interp):
         self.svc, self.interp = svc, interp
-        self.truth = self.wrk = None
+        self.truth = self.wrk = self.wall_wrk = None
         self.stacks, self.lost = [], 0
+        self.wall_stacks, self.wall_rc, self.wall_err = [], None, ""
         self.rec_rc, self.rec_err, self.rec_argv = None, "", []
         self.workload_err = ""
         self.elapsed = 0.0
@@ -253,8 +268,9 @@ def run(request, root_record_bin, tmp_path_factory):
         server_args = ["--redis", request.getfixturevalue("redis_server").socket]
     d = os.path.realpath(str(tmp_path_factory.mktemp("svc-%s-%s" % (svc.name, interp.id))))
     truth_path, out_path = os.path.join(d, "truth.json"), os.path.join(d, "out.txt")
+    wall_path = os.path.join(d, "wall.txt")
     r = Run(svc, interp)
-    t0 = time.monotonic()
+    t0 = r.t0 = time.monotonic()
     w = Workload(interp.path, svc.script, "--truth", truth_path, *server_args, stdin=True,
                  timeout=90)
     rec = wrk = None
@@ -285,6 +301,7 @@ def run(request, root_record_bin, tmp_path_factory):
             _, rec_err = rec.communicate(timeout=RECORD_TIMEOUT * TIMEOUT_SCALE)
             r.rec_rc, r.rec_err = rec.returncode, rec_err.decode(errors="replace")
             r.phases.append(("recorded", time.monotonic() - t0))
+            wall_phase(r, root_record_bin, w, port, wall_path, d)
             w.send("stop")
             w.proc.wait(timeout=60 * TIMEOUT_SCALE)
             r.phases.append(("stopped", time.monotonic() - t0))
@@ -301,9 +318,49 @@ def run(request, root_record_bin, tmp_path_factory):
     assert r.rec_rc == 0, "asyncbpf-record exited %s: %s" % (r.rec_rc, r.rec_err[-3000:])
     with open(out_path, encoding="utf-8", errors="replace") as f:
         r.parse(f.read())
+    if r.wall_rc == 0:
+        with open(wall_path, encoding="utf-8", errors="replace") as f:
+            r.wall_stacks = [Stack(l) for l in f.read().split("\n")
+                             if l.strip() and not l.startswith("[lost samples] ")]
     r.elapsed = time.monotonic() - t0
     print("\n%s on %s: %.0fs, %s" % (svc.name, interp.id, r.elapsed, r.describe().strip()))
     return r
+
+def _ticking(p):
+    """Whether wall-mode asyncbpf-record p ticks: its ticker thread runs."""
+    try:
+        return len(os.listdir("/proc/%d/task" % p.pid)) > 1
+    except OSError:
+        return False
+
+
+def wall_phase(r, record_bin, w, port, out_path, workdir):
+    """A wall-mode recording of the service under a second load, between the workload's
+    marks wallbegin and wallend."""
+    argv = [record_bin, "--mode", "wall", "-p", str(w.pid), "-d", str(WALL_SECONDS + 300),
+            "--stats", "-o", out_path]
+    rec = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wrk = None
+    try:
+        wait_for(lambda: rec.poll() is not None or _ticking(rec), RECORD_TIMEOUT * TIMEOUT_SCALE,
+                 "wall-mode asyncbpf-record to tick")
+        w.send("mark wallbegin")
+        started = time.monotonic()
+        wrk, wrk_argv = wrk_start(port, r.svc.paths, WALL_SECONDS, workdir=workdir)
+        r.wall_wrk = wrk_finish(wrk, wrk_argv, started, (WALL_SECONDS + 120) * TIMEOUT_SCALE)
+        w.send("mark wallend")
+        rec.send_signal(signal.SIGINT)
+        _, err = rec.communicate(timeout=RECORD_TIMEOUT * TIMEOUT_SCALE)
+        r.wall_rc, r.wall_err = rec.returncode, err.decode(errors="replace")
+        r.phases.append(("wall recorded", time.monotonic() - r.t0))
+    except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
+        # the wall check fails with this; the CPU-mode checks stand on their own
+        r.wall_err = "wall phase: %s\n%s" % (e, r.wall_err)
+    finally:
+        for p in (wrk, rec):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
 
 # -- the checks
 
@@ -643,3 +700,59 @@ def test_helper_samples_follow_cpu(run):
                                                         "\n  ".join(rows)))
     assert not bad, "helpers whose share of samples is off their share of CPU: %s\n  %s%s" % (
         bad, "\n  ".join(rows), run.describe())
+
+
+def _own_time(stacks, qualname):
+    """Wall time (s) of the stacks that hold qualname in a task's own frames or an
+    awaiter's: not in a creator's, drawn where it created a task ("[created by]" after
+    it), whose time that stack does not stand for."""
+    total, sites = 0.0, {}
+    for s in stacks:
+        i = s.index(qualname)
+        if i is None or CREATED in s.frames[i + 1:]:
+            continue
+        total += s.count / 1e6
+        nxt = s.qualname(s.frames[i + 1]) if i + 1 < len(s.frames) else None
+        sites[nxt] = sites.get(nxt, 0) + s.count / 1e6
+    return total, sorted(sites.items(), key=lambda kv: -kv[1])
+
+
+def _timed(run, key):
+    """(seconds, calls) of the workload's timed calls of key from the wallbegin mark on."""
+    begin = run.truth["marks"]["wallbegin"]["t"]
+    spans = [(b, e) for b, e in run.truth["spans"].get(key, []) if e > begin]
+    return sum(e - max(b, begin) for b, e in spans), len(spans)
+
+
+def test_wall_request_time(run):
+    """Wall mode sees every request, however short (the second recording, in wall mode):
+    the task-seconds of the request tasks (running and suspended: the stacks holding the
+    request's frame in a task's own frames) are within 15% of the request tasks' lives as
+    the workload timed them (from just before each was created to its end); the timed
+    route's endpoint's likewise, against its calls, and of its time the endpoint's
+    database call holds the largest share."""
+    route, endpoint, site = run.svc.timed
+    assert run.wall_rc == 0, "wall-mode asyncbpf-record exited %s: %s" % (
+        run.wall_rc, run.wall_err[-3000:])
+    assert run.wall_wrk.rc == 0 and run.wall_wrk.bad == 0, "wrk" + run.wall_wrk.describe()
+    mine = [s for s in run.wall_stacks if s.pid == run.truth["pid"]]
+    stats = "\n".join(l for l in run.wall_err.splitlines()
+                      if l.startswith(("wall tasks", "tasks ")))
+    checks = []
+    for key, frame in (("request", run.svc.request_frame), (route, endpoint)):
+        want, calls = _timed(run, key)
+        got, sites = _own_time(mine, frame)
+        checks.append((key, frame, want, calls, got, sites))
+        print("\n%s %s: %d calls took %.3f s; wall mode %.3f s under %s (%s)" % (
+            run.svc.name, key, calls, want, got, frame,
+            ", ".join("%s %.3f" % kv for kv in sites[:4])))
+    print(stats)
+    for key, frame, want, calls, got, sites in checks:
+        assert calls > 100, "%d calls of %s in the wall window" % (calls, key)
+        assert abs(got - want) <= WALL_TOLERANCE * want, (
+            "%s: %.3f task-seconds under %s in wall mode, the calls took %.3f s (%d calls); "
+            "by call site: %s\n%s" % (key, got, frame, want, calls, sites[:6], stats))
+    sites = checks[1][5]
+    assert sites and sites[0][0] == site, (
+        "%s: the largest share under %s is %s, not the database call %s: %s" % (
+            route, endpoint, sites[0][0] if sites else None, site, sites[:6]))

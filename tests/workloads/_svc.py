@@ -335,10 +335,64 @@ def start_background():
 
 
 REQUESTS = {}
+# per timed route (and "request": each request task's life), the [start, end] of each call
+# (seconds since T0): the truth of wall mode's task-seconds
+SPANS = {}
 
 
 def count_request(route):
     REQUESTS[route] = REQUESTS.get(route, 0) + 1
+
+
+TIMED = set()  # ids of the tasks time_tasks times
+
+
+def _time_task(task, t0):
+    TIMED.add(id(task))
+
+    def done(_):
+        TIMED.discard(id(task))
+        SPANS.setdefault("request", []).append((round(t0, 6), round(time.monotonic() - T0, 6)))
+
+    task.add_done_callback(done)
+
+
+def time_tasks(loop, qualname):
+    """Times the life of each task whose coroutine is qualname (a request's task), from just
+    before its creation to its end, as SPANS["request"]: a task factory on the loop.
+    Libraries that make their tasks with asyncio.Task(..., eager_start=True) (aiohttp on
+    3.12+) bypass it: time_current_task() times those."""
+
+    def factory(loop, coro, **kw):
+        t0 = time.monotonic() - T0
+        task = asyncio.Task(coro, loop=loop, **kw)
+        if getattr(coro, "__qualname__", None) == qualname:
+            _time_task(task, t0)
+        return task
+
+    loop.set_task_factory(factory)
+
+
+def time_current_task():
+    """Times the current task from now to its end, unless the factory does: called on an
+    eagerly started request task's first steps, which run from its creation on."""
+    task = asyncio.current_task()
+    if task is not None and id(task) not in TIMED:
+        _time_task(task, time.monotonic() - T0)
+
+
+class timed:
+    """`with timed(route):` around an endpoint's body: how long each call ran."""
+
+    def __init__(self, route):
+        self.route = route
+
+    def __enter__(self):
+        self.t0 = time.monotonic() - T0
+
+    def __exit__(self, *exc):
+        SPANS.setdefault(self.route, []).append((round(self.t0, 6),
+                                                 round(time.monotonic() - T0, 6)))
 
 
 def arguments(description, extra):
@@ -386,6 +440,7 @@ def write_truth(path, **extra):
         "task_coroutines": sorted(SEEN["task_coroutines"]),
         "max_task_number": SEEN["max_task_number"],
         "requests": REQUESTS,
+        "spans": SPANS,
         "uptime": time.monotonic() - T0,
     }
     truth.update(extra)

@@ -32,7 +32,8 @@ import redis.asyncio.connection as aioredis_connection
 from aiohttp import web
 
 from _svc import (LEDGER, NAME_EMOJI, NAME_LATIN1_100, NAMES, V, arguments, count_request,
-                  serve_as, start_background, versions, watch_stop, write_truth)
+                  serve_as, start_background, time_current_task, time_tasks, timed, versions,
+                  watch_stop, write_truth)
 
 ARGS = arguments(__doc__.splitlines()[0], [(("--redis",), {"required": True})])
 
@@ -123,6 +124,7 @@ def sign_response(path, status):
 
 @web.middleware
 async def stamp(request, handler):
+    time_current_task()
     serve_as(request.path)
     count_request(request.path)
     response = await handler(request)
@@ -132,9 +134,10 @@ async def stamp(request, handler):
 
 
 async def list_items(request):
-    serve_as("/items")
-    items = await REDIS["r"].lrange("items", 0, 149)
-    return web.Response(text=items_to_json(items), content_type="application/json")
+    with timed("/items"):
+        serve_as("/items")
+        items = await REDIS["r"].lrange("items", 0, 149)
+        return web.Response(text=items_to_json(items), content_type="application/json")
 
 
 async def tally_part(k, out):
@@ -202,6 +205,7 @@ async def setup_redis():
 
 
 async def main():
+    time_tasks(asyncio.get_running_loop(), "RequestHandler._handle_request")
     REDIS["r"] = await setup_redis()
     background = start_background()
     app = web.Application(middlewares=[stamp])

@@ -44,7 +44,8 @@ from fastapi import BackgroundTasks, FastAPI, Response
 from starlette.middleware.base import BaseHTTPMiddleware
 
 from _svc import (LEDGER, NAME_CJK_LONG, NAME_EMOJI, NAMES, arguments, count_request,
-                  serve_as, start_background, versions, watch_stop, write_truth)
+                  serve_as, start_background, time_tasks, timed, versions, watch_stop,
+                  write_truth)
 
 ARGS = arguments(__doc__.splitlines()[0], [
     (("--pg-host",), {"required": True}),
@@ -185,10 +186,11 @@ app.add_middleware(BaseHTTPMiddleware, dispatch=stamp)
 
 @app.get("/users")
 async def list_users():
-    serve_as("/users")
-    rows = await POOL["pool"].fetch(
-        "SELECT id, name, email, score FROM users ORDER BY id LIMIT 150")
-    return Response(rows_to_json(rows), media_type="application/json")
+    with timed("/users"):
+        serve_as("/users")
+        rows = await POOL["pool"].fetch(
+            "SELECT id, name, email, score FROM users ORDER BY id LIMIT 150")
+        return Response(rows_to_json(rows), media_type="application/json")
 
 
 async def checksum_part(k, out):
@@ -292,6 +294,7 @@ async def setup_db():
 
 
 async def main():
+    time_tasks(asyncio.get_running_loop(), "RequestResponseCycle.run_asgi")
     POOL["pool"] = await setup_db()
     background = start_background()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -430,7 +430,9 @@ void atasks_free(struct atasks *a)
 	memset(a, 0, sizeof(*a));
 }
 
-int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset)
+/* Where the _asyncio.Task type's tp_init (or tp_dealloc) is, for a uprobe. */
+static int task_slot(const struct py_target *t, int dealloc, char *path, size_t len,
+		     uint64_t *offset)
 {
 	const struct procmap *pm;
 	struct procmaps maps;
@@ -442,7 +444,7 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 		return -ENOTSUP;
 	if ((ret = obj_module(&r, "_asyncio", &mod)) ||
 	    (ret = obj_module_attr(&r, mod, "Task", &type)) ||
-	    (ret = obj_ptr(&r, type + r.m->type_init, &init)))
+	    (ret = obj_ptr(&r, type + (dealloc ? r.m->type_dealloc : r.m->type_init), &init)))
 		return ret;
 	if ((ret = procmaps_read(t->pid, &maps)))
 		return ret;
@@ -453,6 +455,16 @@ int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t
 		*offset = init - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;
+}
+
+int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset)
+{
+	return task_slot(t, 0, path, len, offset);
+}
+
+int atasks_task_dealloc(const struct py_target *t, char *path, size_t len, uint64_t *offset)
+{
+	return task_slot(t, 1, path, len, offset);
 }
 
 int atasks_add_origins(struct atasks *a, const struct py_target *t,

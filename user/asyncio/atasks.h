@@ -72,6 +72,8 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
  * maps it (under /proc/PID/root) and the offset in it, for a uprobe. -ENOENT while
  * asyncio is not imported. */
 int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset);
+/* The same for its destructor (tp_dealloc). */
+int atasks_task_dealloc(const struct py_target *t, char *path, size_t len, uint64_t *offset);
 
 struct atask *atasks_find(struct atasks *a, uint64_t addr);
 

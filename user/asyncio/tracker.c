@@ -9,6 +9,7 @@
 #include "asyncio/tasknames.h"
 #include "asyncio/threadwork.h"
 #include "asyncio/tracker.h"
+#include "clock.h"
 
 struct known {
 	uint64_t task, coro, serial;
@@ -27,6 +28,7 @@ struct proc_tasks {
 	 * executor waited for its first item then */
 	int64_t work_modules;
 	int work_waits;
+	uint64_t read_ns; /* when the last snapshot began (CLOCK_MONOTONIC) */
 };
 
 struct tracker {
@@ -188,6 +190,7 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	struct atasks a;
 	int64_t modules;
 	size_t nnow, kept = 0;
+	uint64_t read_ns;
 	int ret;
 
 	if (!pt) {
@@ -198,8 +201,10 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	if (pt->modules >= 0 && !objread_init(&r, t) && !obj_modules_count(&r, &modules) &&
 	    modules == pt->modules)
 		return 0;
+	read_ns = mono_ns();
 	if (atasks_snapshot(t, ATASKS_LINKS, &a, &pt->cache, why, len))
 		return -1;
+	pt->read_ns = read_ns;
 	pt->modules = -1;
 	if (!a.asyncio && !objread_init(&r, t) && obj_modules_count(&r, &pt->modules))
 		pt->modules = -1;
@@ -276,21 +281,21 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	return ret;
 }
 
-size_t tracker_leaves(struct tracker *tr, pid_t pid,
-		      void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial),
-		      void *ctx)
+size_t tracker_tasks(struct tracker *tr, pid_t pid,
+		     void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial, int leaf),
+		     void *ctx, uint64_t *read_ns)
 {
 	size_t n = 0;
 
+	*read_ns = 0;
 	for (size_t i = 0; i < tr->nprocs; i++) {
 		struct proc_tasks *pt = &tr->procs[i];
 
 		if (pt->pid != pid)
 			continue;
+		*read_ns = pt->read_ns;
 		for (size_t j = 0; j < pt->n; j++) {
-			if (pt->v[j].awaits)
-				continue;
-			fn(ctx, pt->v[j].task, pt->v[j].coro, pt->v[j].serial);
+			fn(ctx, pt->v[j].task, pt->v[j].coro, pt->v[j].serial, !pt->v[j].awaits);
 			n++;
 		}
 	}

@@ -43,11 +43,12 @@ void tracker_free(struct tracker *tr);
  * caller warns once and stops asking). */
 int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, size_t len);
 
-/* Calls fn for each task of pid, as of its last snapshot, that awaits no other task (the
- * innermost task of each await chain). Returns how many. */
-size_t tracker_leaves(struct tracker *tr, pid_t pid,
-		      void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial),
-		      void *ctx);
+/* Calls fn for each task of pid as of its last snapshot, leaf when it awaits no other task
+ * (the innermost task of each await chain), and gives when that snapshot began reading
+ * (mono_ns; 0: none yet). Returns how many. */
+size_t tracker_tasks(struct tracker *tr, pid_t pid,
+		     void (*fn)(void *ctx, uint64_t task, uint64_t coro, uint64_t serial, int leaf),
+		     void *ctx, uint64_t *read_ns);
 
 /* Drops every entry of pid (process exited). */
 void tracker_forget(struct tracker *tr, pid_t pid);

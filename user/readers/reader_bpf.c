@@ -202,6 +202,10 @@ static void bpf_print_stats(void *r, FILE *f, const struct reader_report *rep)
 			    : 0.0);
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
+	if (br->wall)
+		fprintf(f, "tasks freed: %llu (creations and frees lost: %llu)\n",
+			(unsigned long long)st.stat[STAT_TASK_FREED],
+			(unsigned long long)st.stat[STAT_TASK_LIFE_LOST]);
 	rep->recording(rep->ctx, f, false);
 	if (br->wall)
 		wallrec_print_stats(br->wall, f);
@@ -257,6 +261,7 @@ int reader_bpf_init(struct reader *rd, const struct reader_opts *o, char *why, s
 				   .verbose = o->verbose,
 				   .no_cpu_samples = o->wall,
 				   .no_task_init = !o->origins,
+				   .task_lives = o->wall,
 				   .native_bytes = o->native_bytes,
 				   .cb = o->cb,
 				   .ctx = o->ctx };

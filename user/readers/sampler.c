@@ -33,9 +33,9 @@ struct sampler_objs {
 			*stats, *cost_hist, *native_out;
 	} maps;
 	struct {
-		struct bpf_program *sample_cpu, *task_init;
+		struct bpf_program *sample_cpu, *task_init, *task_free;
 	} progs;
-	bool *reject_for_test;
+	bool *reject_for_test, *task_lives_on, *origins_on;
 	__u32 *native_pages;
 };
 
@@ -53,7 +53,10 @@ struct sampler_objs {
 		(o)->maps.native_out = (sk)->maps.native_out;                                      \
 		(o)->progs.sample_cpu = (sk)->progs.sample_cpu;                                    \
 		(o)->progs.task_init = (sk)->progs.task_init;                                      \
+		(o)->progs.task_free = (sk)->progs.task_free;                                      \
 		(o)->reject_for_test = &(sk)->rodata->reject_for_test;                             \
+		(o)->task_lives_on = &(sk)->rodata->task_lives_on;                                 \
+		(o)->origins_on = &(sk)->rodata->origins_on;                                       \
 		(o)->native_pages = &(sk)->rodata->native_pages;                                   \
 	} while (0)
 
@@ -70,7 +73,7 @@ struct sampler {
 	int stats_fd;
 	sampler_cb cb;
 	void *ctx;
-	bool no_cpu_samples, no_task_init;
+	bool no_cpu_samples, no_task_init, task_lives;
 	uint64_t bad_records;
 	unsigned int freq;
 };
@@ -375,10 +378,15 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	}
 	if (o->no_cpu_samples)
 		bpf_program__set_autoload(s->o.progs.sample_cpu, false);
-	if (o->no_task_init)
+	if (o->no_task_init && !o->task_lives)
 		bpf_program__set_autoload(s->o.progs.task_init, false);
+	if (!o->task_lives)
+		bpf_program__set_autoload(s->o.progs.task_free, false);
+	*s->o.task_lives_on = o->task_lives;
+	*s->o.origins_on = !o->no_task_init;
 	s->no_cpu_samples = o->no_cpu_samples;
-	s->no_task_init = o->no_task_init;
+	s->no_task_init = o->no_task_init && !o->task_lives;
+	s->task_lives = o->task_lives;
 	if (o->verbose)
 		fprintf(stderr, "asyncbpf: CPU sampler: %s\n", s->variant);
 	if (getenv("ASYNCBPF_TEST_REJECT_BPF"))
@@ -496,6 +504,29 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 		return -errno;
 	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
 	return 0;
+}
+
+int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+{
+	struct probe *p;
+	struct bpf_link *link;
+
+	if (!s->task_lives)
+		return -ENOTSUP;
+	p = realloc(s->probes, (s->nprobes + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->probes = p;
+	link = bpf_program__attach_uprobe(s->o.progs.task_free, false, pid, path, offset);
+	if (!link)
+		return -errno;
+	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
+	return 0;
+}
+
+bool sampler_task_lives(const struct sampler *s)
+{
+	return s->task_lives;
 }
 
 int sampler_del_proc(struct sampler *s, pid_t pid)

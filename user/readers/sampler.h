@@ -21,6 +21,9 @@ struct sampler_opts {
 	/* programs not loaded, each the verifier's work at start-up: the perf-event sampler
 	 * (wall mode, the task-creation watch) and the task-creation probe (--no-origins) */
 	bool no_cpu_samples, no_task_init;
+	/* wall mode: the creation probe always (no links with no_task_init), a probe on the
+	 * task's free, both sending to the task_lives ring buffer */
+	bool task_lives;
 	/* --native: user stack bytes copied per sample, 0 for none (at most NATIVE_STACK_MAX) */
 	unsigned int native_bytes;
 	sampler_cb cb;
@@ -80,6 +83,9 @@ int sampler_get_link(struct sampler *s, pid_t pid, uint64_t child, struct task_l
 /* Links each new asyncio task of pid to its creator: a uprobe on _asyncio.Task's
  * constructor at offset in path. Detached by sampler_del_proc. */
 int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
+/* The task_free probe (task_lives only) on the _asyncio.Task type's tp_dealloc. */
+int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
+bool sampler_task_lives(const struct sampler *s);
 
 /* The fd of one of the BPF object's maps by name (for another object to share it: the
  * lifecycle tracepoints, the wall-clock iterator), -ENOENT if there is none. */

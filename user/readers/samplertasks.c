@@ -58,5 +58,10 @@ int sampler_watch_creations(struct sampler *s, const struct py_target *t)
 	uint64_t off;
 	int ret = atasks_task_init(t, path, sizeof(path), &off);
 
-	return ret ? ret : sampler_attach_task_init(s, t->pid, path, off);
+	if (!ret)
+		ret = sampler_attach_task_init(s, t->pid, path, off);
+	if (ret || !sampler_task_lives(s))
+		return ret;
+	ret = atasks_task_dealloc(t, path, sizeof(path), &off);
+	return ret ? ret : sampler_attach_task_free(s, t->pid, path, off);
 }

@@ -21,13 +21,14 @@ struct iter {
 
 struct wall {
 	struct wall_bpf *skel;
-	struct ring_buffer *rb;
+	struct ring_buffer *rb, *lives;
 	struct iter *iters;
 	size_t niters;
 	int stats_fd;
 	wall_cb cb;
+	wall_life_cb life;
 	void *ctx;
-	uint64_t bad_records;
+	uint64_t bad_records, bad_lives;
 };
 
 static const char *const shared_maps[] = { "procs",	   "tstates",	 "coro_task",
@@ -47,6 +48,18 @@ static int handle_record(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	w->cb(w->ctx, ws, size);
+	return 0;
+}
+
+static int handle_life(void *ctx, void *data, size_t size)
+{
+	struct wall *w = ctx;
+
+	if (size < sizeof(struct task_life)) {
+		w->bad_lives++;
+		return 0;
+	}
+	w->life(w->ctx, data);
 	return 0;
 }
 
@@ -114,8 +127,8 @@ static int check_kernel(char *err, size_t errlen)
 	return n ? -1 : 0;
 }
 
-struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx, char *err,
-		       size_t errlen)
+struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, wall_life_cb life, void *ctx,
+		       char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts);
 	struct wall *w;
@@ -130,6 +143,7 @@ struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx,
 	}
 	w->stats_fd = -1;
 	w->cb = cb;
+	w->life = life;
 	w->ctx = ctx;
 	open_opts.kernel_log_level = sampler_kernel_log_level();
 	w->skel = wall_bpf__open_opts(&open_opts);
@@ -160,6 +174,12 @@ struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx,
 			 strerror(errno));
 		goto fail;
 	}
+	w->lives = ring_buffer__new(sampler_map_fd(s, "task_lives"), handle_life, w, NULL);
+	if (!w->lives) {
+		snprintf(err, errlen, "cannot open the task creation ring buffer: %s",
+			 strerror(errno));
+		goto fail;
+	}
 	return w;
 fail:
 	wall_close(w);
@@ -174,6 +194,7 @@ void wall_close(struct wall *w)
 		bpf_link__destroy(w->iters[i].link);
 	free(w->iters);
 	ring_buffer__free(w->rb);
+	ring_buffer__free(w->lives);
 	wall_bpf__destroy(w->skel);
 	if (w->stats_fd >= 0)
 		close(w->stats_fd);
@@ -252,6 +273,11 @@ int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t 
 	return ret;
 }
 
+int wall_drain_lives(struct wall *w)
+{
+	return ring_buffer__consume(w->lives) < 0 ? -EIO : 0;
+}
+
 int wall_read_stats(struct wall *w, struct wall_stats *st)
 {
 	int ret;
@@ -263,5 +289,6 @@ int wall_read_stats(struct wall *w, struct wall_stats *st)
 	if (w->stats_fd >= 0)
 		bpfstats_prog_run(w->skel->progs.wall_tick, &st->run_ns, &st->run_cnt);
 	st->bad_records = w->bad_records;
+	st->bad_lives = w->bad_lives;
 	return 0;
 }

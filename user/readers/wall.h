@@ -13,12 +13,14 @@
 #include "readers/sampler.h"
 
 typedef void (*wall_cb)(void *ctx, const struct wall_sample *w, size_t size);
+/* a task created or freed (the sampler's task_lives ring buffer) */
+typedef void (*wall_life_cb)(void *ctx, const struct task_life *e);
 
 struct wall;
 
 /* Loads the program with the maps of s. NULL with a one-line reason in err. */
-struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, void *ctx, char *err,
-		       size_t errlen);
+struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, wall_life_cb life, void *ctx,
+		       char *err, size_t errlen);
 void wall_close(struct wall *w);
 
 int wall_add_proc(struct wall *w, pid_t pid);
@@ -27,11 +29,13 @@ void wall_del_proc(struct wall *w, pid_t pid);
 /* One tick of pid: every thread, then the n suspended tasks (n <= WALL_MAX_TASKS). The
  * records reach the callback before it returns. 0, or -errno. */
 int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t n);
+/* Hands the task creations and frees sent since the last call to the life callback. */
+int wall_drain_lives(struct wall *w);
 
 struct wall_stats {
 	uint64_t stat[WSTAT_MAX];
 	uint64_t run_ns, run_cnt; /* bpf_stats of the program, 0 when not enabled */
-	uint64_t bad_records;
+	uint64_t bad_records, bad_lives;
 };
 
 int wall_read_stats(struct wall *w, struct wall_stats *st);

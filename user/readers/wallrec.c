@@ -9,6 +9,7 @@
 #include "hash.h"
 #include "readers/wall.h"
 #include "readers/wallrec.h"
+#include "readers/walltasks.h"
 #include "clock.h"
 
 /* Suspended-task walks of a tick take at most this share of the tick period, so that the
@@ -16,6 +17,8 @@
  * WALL_FIRST_TASKS at most, to measure their cost. */
 #define WALL_BUDGET_PCT	 50
 #define WALL_FIRST_TASKS 64
+/* A task snapshot is read in less than this: frees older than it cannot be in one */
+#define WALL_FREES_KEPT_NS (10 * 1000000000ULL)
 
 struct cpu_ent {
 	uint64_t key; /* pid << 32 | tid, 0 = empty */
@@ -27,8 +30,7 @@ struct proc_ent {
 	pid_t pid;
 	uint64_t ns;
 	uint64_t task_ns; /* what a walked task costs, measured (0: not yet) */
-	struct wall_task *tasks;
-	size_t ntasks, cap;
+	struct walltasks *live;
 };
 
 /* A task a pool worker's sample of this tick is linked to (tasks[0] of a SAMPLE_WORK) */
@@ -67,7 +69,8 @@ struct wallrec {
 	/* statistics */
 	uint64_t ticks, late, run_errors, capped, budgeted, tick_ns;
 	int rt_err; /* the ticker's SCHED_FIFO request: 0, or why it was refused */
-	uint64_t listed, walked;
+	uint64_t listed, walked, listed_new;
+	uint64_t born, freed, lives_nomem;
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 	uint64_t folded, folded_ns, hold_lost;
@@ -228,6 +231,28 @@ static void flush_held(struct wallrec *wr)
 	wr->nlinked = 0;
 }
 
+static struct proc_ent *proc_of(struct wallrec *wr, pid_t pid);
+
+/* Keeps each process's list of tasks to walk current between snapshots. */
+static void on_life(void *ctx, const struct task_life *e)
+{
+	struct wallrec *wr = ctx;
+	struct proc_ent *l = proc_of(wr, (pid_t)e->pid);
+	int ret = 0;
+
+	if (!l)
+		return;
+	if (e->kind == TASK_BORN) {
+		wr->born++;
+		ret = walltasks_born(l->live, e->task, e->coro, e->serial, e->ns);
+	} else if (e->kind == TASK_FREED) {
+		wr->freed++;
+		ret = walltasks_freed(l->live, e->task, e->serial, e->ns);
+	}
+	if (ret)
+		wr->lives_nomem++;
+}
+
 struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker *tr,
 			    const struct wallrec_opts *o, char *err, size_t errlen)
 {
@@ -243,7 +268,7 @@ struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker
 	wr->period = 1000000000ULL / o->freq;
 	wr->rand = mono_ns() | 1;
 	pthread_mutex_init(&wr->mu, NULL);
-	wr->w = wall_open(s, o->run_stats, on_sample, wr, err, errlen);
+	wr->w = wall_open(s, o->run_stats, on_sample, on_life, wr, err, errlen);
 	if (!wr->w) {
 		free(wr);
 		return NULL;
@@ -258,7 +283,7 @@ void wallrec_free(struct wallrec *wr)
 	wallrec_stop(wr);
 	wall_close(wr->w);
 	for (size_t i = 0; i < wr->nprocs; i++)
-		free(wr->procs[i].tasks);
+		walltasks_free(wr->procs[i].live);
 	free(wr->procs);
 	free(wr->buf);
 	free(wr->cpu);
@@ -289,17 +314,20 @@ static struct proc_ent *proc_of(struct wallrec *wr, pid_t pid)
 int wallrec_add(struct wallrec *wr, pid_t pid)
 {
 	struct proc_ent *l;
+	struct walltasks *live;
 	int ret = wall_add_proc(wr->w, pid);
 
 	if (ret || proc_of(wr, pid))
 		return ret;
-	l = realloc(wr->procs, (wr->nprocs + 1) * sizeof(*l));
+	live = walltasks_new();
+	l = live ? realloc(wr->procs, (wr->nprocs + 1) * sizeof(*l)) : NULL;
 	if (!l) {
+		walltasks_free(live);
 		wall_del_proc(wr->w, pid);
 		return -ENOMEM;
 	}
 	wr->procs = l;
-	wr->procs[wr->nprocs++] = (struct proc_ent){ .pid = pid };
+	wr->procs[wr->nprocs++] = (struct proc_ent){ .pid = pid, .live = live };
 	return 0;
 }
 
@@ -309,34 +337,29 @@ void wallrec_del(struct wallrec *wr, pid_t pid)
 
 	wall_del_proc(wr->w, pid);
 	if (l) {
-		free(l->tasks);
+		walltasks_free(l->live);
 		*l = wr->procs[--wr->nprocs];
 	}
 }
 
-static void add_leaf(void *ctx, uint64_t task, uint64_t coro, uint64_t serial)
+static void add_task(void *ctx, uint64_t task, uint64_t coro, uint64_t serial, int leaf)
 {
-	struct proc_ent *e = ((struct wallrec *)ctx)->filling;
-
-	if (e->ntasks == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 1024;
-		struct wall_task *b = realloc(e->tasks, cap * sizeof(*b));
-
-		if (!b)
-			return;
-		e->tasks = b;
-		e->cap = cap;
-	}
-	e->tasks[e->ntasks++] = (struct wall_task){ .task = task, .coro = coro, .serial = serial };
+	walltasks_snapshot_task(((struct wallrec *)ctx)->filling->live, task, coro, serial, leaf);
 }
 
 void wallrec_set_tasks(struct wallrec *wr, pid_t pid)
 {
+	uint64_t read_ns;
+
 	wr->filling = proc_of(wr, pid);
 	if (!wr->filling)
 		return;
-	wr->filling->ntasks = 0;
-	tracker_leaves(wr->tr, pid, add_leaf, wr);
+	/* the creations and frees sent before the snapshot's end come first */
+	wall_drain_lives(wr->w);
+	walltasks_snapshot_begin(wr->filling->live);
+	tracker_tasks(wr->tr, pid, add_task, wr, &read_ns);
+	if (walltasks_snapshot_end(wr->filling->live, read_ns))
+		wr->lives_nomem++;
 }
 
 /* How many of n tasks this tick can walk: all if they fit in the process's share of what
@@ -360,6 +383,8 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 	struct proc_ent *l = proc_of(wr, tg->t.pid);
 	size_t k, fit, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
 	uint64_t now = mono_ns(), took;
+	const struct wall_task *list;
+	size_t n, fresh;
 	int ret;
 
 	if (!l)
@@ -367,17 +392,21 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 	wr->dt = l->ns ? now - l->ns : wr->period;
 	l->ns = now;
 	wr->nbuf = 0;
-	if (l->ntasks > wr->capbuf) {
-		struct wall_task *b = realloc(wr->buf, l->ntasks * sizeof(*b));
+	if (now > WALL_FREES_KEPT_NS)
+		walltasks_expire(l->live, now - WALL_FREES_KEPT_NS);
+	list = walltasks_list(l->live, &n, &fresh);
+	wr->listed_new += fresh;
+	if (n > wr->capbuf) {
+		struct wall_task *b = realloc(wr->buf, n * sizeof(*b));
 
 		if (b) {
 			wr->buf = b;
-			wr->capbuf = l->ntasks;
+			wr->capbuf = n;
 		}
 	}
-	if (l->ntasks && l->ntasks <= wr->capbuf) {
-		memcpy(wr->buf, l->tasks, l->ntasks * sizeof(*wr->buf));
-		wr->nbuf = l->ntasks;
+	if (n && n <= wr->capbuf) {
+		memcpy(wr->buf, list, n * sizeof(*wr->buf));
+		wr->nbuf = n;
 	}
 	if (cap > WALL_MAX_TASKS)
 		cap = WALL_MAX_TASKS;
@@ -426,6 +455,9 @@ static void tick(struct wallrec *wr)
 	wr->ticks++;
 	wr->stopped = now;
 	wr->deadline = now + wr->period * WALL_BUDGET_PCT / 100;
+	/* the tasks created and freed up to now, in every target's list */
+	if (wall_drain_lives(wr->w))
+		wr->run_errors++;
 	for (size_t i = 0; i < wr->jn->ntargets; i++)
 		if (tick_proc(wr, &wr->jn->targets[i], wr->jn->ntargets - i))
 			wr->run_errors++;
@@ -517,9 +549,19 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		"%llu)\n",
 		wr->ticks ? (double)wr->listed / wr->ticks : 0.0,
 		wr->ticks ? (double)wr->walked / wr->ticks : 0.0, (unsigned long long)wr->budgeted);
-	fprintf(f, "wall tasks skipped: %llu ended, %llu running (sampled as their thread)\n",
+	fprintf(f,
+		"wall tasks listed since their creation: %.1f per tick (created %llu, freed "
+		"%llu; out of memory %llu, malformed %llu)\n",
+		wr->ticks ? (double)wr->listed_new / wr->ticks : 0.0, (unsigned long long)wr->born,
+		(unsigned long long)wr->freed, (unsigned long long)wr->lives_nomem,
+		(unsigned long long)st.bad_lives);
+	fprintf(f,
+		"wall tasks skipped: %llu ended, %llu running (sampled as their thread), %llu "
+		"done, %llu awaiting a task (drawn in its chain)\n",
 		(unsigned long long)st.stat[WSTAT_TASK_GONE],
-		(unsigned long long)st.stat[WSTAT_TASK_ACTIVE]);
+		(unsigned long long)st.stat[WSTAT_TASK_ACTIVE],
+		(unsigned long long)st.stat[WSTAT_TASK_DONE],
+		(unsigned long long)st.stat[WSTAT_TASK_AWAITS]);
 	fprintf(f, "wall time: threads %.3f s, suspended tasks %.3f s; cpu time %.3f s\n",
 		wr->wall_threads / 1e9, wr->wall_tasks / 1e9, wr->cpu_total / 1e9);
 	fprintf(f,

@@ -14,7 +14,9 @@ the tasks whose address (id()) had been held by an ended task of another group, 
 a profiler that counts a task after its end, or reads one task's stack under another's
 name, is caught at it.
 
-Each task measures its own life with time.monotonic(), from its first line to its last.
+Each task's life is measured with time.monotonic(), from right before create_task (the
+task exists from then: a loaded loop may run its first line much later, and that wait is
+part of a request's latency too) to its own last line.
 Facts, before READY: {"pid"}, one {"group": {name, fn, prefix, seconds, rate}} per group.
 READY once a task of each group has ended. Then each line read on stdin is answered
 with one line {"now": {"t": monotonic now, "life": {group: task-seconds lived so far,
@@ -41,7 +43,7 @@ RATE = sum(g[4] for g in GROUPS)
 
 lock = threading.Lock()
 done = {g[0]: 0.0 for g in GROUPS}  # seconds lived by ended tasks
-alive = {}  # task name -> (group, monotonic first line)
+alive = {}  # task name -> (group, monotonic right before its create_task)
 started = {g[0]: 0 for g in GROUPS}
 ended = {g[0]: 0 for g in GROUPS}
 reused = {g[0]: 0 for g in GROUPS}
@@ -49,16 +51,8 @@ lives = {}  # task name -> life, since the previous answer
 owner = {}  # id() of an ended task -> its group
 
 
-def begin(group):
+def end():
     name = asyncio.current_task().get_name()
-    t = time.monotonic()
-    with lock:
-        alive[name] = (group, t)
-        started[group] += 1
-    return name
-
-
-def end(name):
     t = time.monotonic()
     with lock:
         group, t0 = alive.pop(name)
@@ -68,23 +62,20 @@ def end(name):
 
 
 async def short_5ms():
-    name = begin("5ms")
     await asyncio.sleep(0.005)
-    end(name)
+    end()
 
 
 async def short_20ms():
-    name = begin("20ms")
     fut = asyncio.get_running_loop().create_future()
     asyncio.get_running_loop().call_later(0.020, fut.set_result, None)
     await fut
-    end(name)
+    end()
 
 
 async def short_50ms():
-    name = begin("50ms")
     await asyncio.sleep(0.050)
-    end(name)
+    end()
 
 
 COROS = {"5ms": short_5ms, "20ms": short_20ms, "50ms": short_50ms}
@@ -109,7 +100,11 @@ def answer():
 
 def spawn_one(loop, keep, serial):
     group, _, prefix, _, _ = random.choices(GROUPS, weights=[g[4] for g in GROUPS])[0]
-    task = loop.create_task(COROS[group](), name="%s%d" % (prefix, serial))
+    name = "%s%d" % (prefix, serial)
+    with lock:
+        alive[name] = (group, time.monotonic())
+        started[group] += 1
+    task = loop.create_task(COROS[group](), name=name)
     with lock:
         was = owner.pop(id(task), None)
         if was is not None and was != group:

@@ -728,7 +728,8 @@ def test_wall_request_time(run):
     """Wall mode sees every request, however short (the second recording, in wall mode):
     the task-seconds of the request tasks (running and suspended: the stacks holding the
     request's frame in a task's own frames) are within 15% of the request tasks' lives as
-    the workload timed them (from just before each was created to its end); the timed
+    the workload timed them (from just before each was created to the end of the app's
+    code in it, taken in the task: a done callback runs late on a busy loop); the timed
     route's endpoint's likewise, against its calls, and of its time the endpoint's
     database call holds the largest share."""
     route, endpoint, site = run.svc.timed
@@ -748,7 +749,7 @@ def test_wall_request_time(run):
             ", ".join("%s %.3f" % kv for kv in sites[:4])))
     print(stats)
     for key, frame, want, calls, got, sites in checks:
-        assert calls > 100, "%d calls of %s in the wall window" % (calls, key)
+        assert calls > 50, "%d calls of %s in the wall window" % (calls, key)
         assert abs(got - want) <= WALL_TOLERANCE * want, (
             "%s: %.3f task-seconds under %s in wall mode, the calls took %.3f s (%d calls); "
             "by call site: %s\n%s" % (key, got, frame, want, calls, sites[:6], stats))

@@ -26,6 +26,7 @@ SIGTERM) stops the server, then the workload writes its truth to the file given 
 """
 import argparse
 import asyncio
+import contextlib
 import contextvars
 import gc
 import json
@@ -344,41 +345,40 @@ def count_request(route):
     REQUESTS[route] = REQUESTS.get(route, 0) + 1
 
 
-TIMED = set()  # ids of the tasks time_tasks times
-
-
-def _time_task(task, t0):
-    TIMED.add(id(task))
-
-    def done(_):
-        TIMED.discard(id(task))
-        SPANS.setdefault("request", []).append((round(t0, 6), round(time.monotonic() - T0, 6)))
-
-    task.add_done_callback(done)
+STARTS = {}  # id(task) -> when time_tasks saw it created
 
 
 def time_tasks(loop, qualname):
-    """Times the life of each task whose coroutine is qualname (a request's task), from just
-    before its creation to its end, as SPANS["request"]: a task factory on the loop.
-    Libraries that make their tasks with asyncio.Task(..., eager_start=True) (aiohttp on
-    3.12+) bypass it: time_current_task() times those."""
+    """Notes when each task whose coroutine is qualname (a request's task) is created, just
+    before: a task factory on the loop. Libraries that make their tasks with
+    asyncio.Task(..., eager_start=True) (aiohttp on 3.12+) bypass it; those run from their
+    creation into the request's first code, whose entry stands for it."""
 
     def factory(loop, coro, **kw):
         t0 = time.monotonic() - T0
         task = asyncio.Task(coro, loop=loop, **kw)
         if getattr(coro, "__qualname__", None) == qualname:
-            _time_task(task, t0)
+            STARTS[id(task)] = t0
+            task.add_done_callback(lambda t: STARTS.pop(id(t), None))
         return task
 
     loop.set_task_factory(factory)
 
 
-def time_current_task():
-    """Times the current task from now to its end, unless the factory does: called on an
-    eagerly started request task's first steps, which run from its creation on."""
-    task = asyncio.current_task()
-    if task is not None and id(task) not in TIMED:
-        _time_task(task, time.monotonic() - T0)
+@contextlib.contextmanager
+def request_span():
+    """Around the outermost code a request runs in its task (an ASGI wrapper, a
+    middleware): SPANS["request"] gets the task's life from its creation to the end of
+    that code. The end is taken in the task: a done callback runs when the loop gets to
+    it, later the busier the loop is."""
+    entry = time.monotonic() - T0
+    try:
+        yield
+    finally:
+        task = asyncio.current_task()
+        t0 = STARTS.pop(id(task), entry) if task is not None else entry
+        SPANS.setdefault("request", []).append((round(t0, 6),
+                                                round(time.monotonic() - T0, 6)))
 
 
 class timed:

@@ -32,7 +32,7 @@ import redis.asyncio.connection as aioredis_connection
 from aiohttp import web
 
 from _svc import (LEDGER, NAME_EMOJI, NAME_LATIN1_100, NAMES, V, arguments, count_request,
-                  serve_as, start_background, time_current_task, time_tasks, timed, versions,
+                  request_span, serve_as, start_background, time_tasks, timed, versions,
                   watch_stop, write_truth)
 
 ARGS = arguments(__doc__.splitlines()[0], [(("--redis",), {"required": True})])
@@ -124,13 +124,13 @@ def sign_response(path, status):
 
 @web.middleware
 async def stamp(request, handler):
-    time_current_task()
-    serve_as(request.path)
-    count_request(request.path)
-    response = await handler(request)
-    serve_as(request.path)  # the handler ran in this context, and set it to itself
-    response.headers["x-signature"] = sign_response(request.path, response.status)
-    return response
+    with request_span():
+        serve_as(request.path)
+        count_request(request.path)
+        response = await handler(request)
+        serve_as(request.path)  # the handler ran in this context, and set it to itself
+        response.headers["x-signature"] = sign_response(request.path, response.status)
+        return response
 
 
 async def list_items(request):

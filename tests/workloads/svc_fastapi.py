@@ -44,8 +44,8 @@ from fastapi import BackgroundTasks, FastAPI, Response
 from starlette.middleware.base import BaseHTTPMiddleware
 
 from _svc import (LEDGER, NAME_CJK_LONG, NAME_EMOJI, NAMES, arguments, count_request,
-                  serve_as, start_background, time_tasks, timed, versions, watch_stop,
-                  write_truth)
+                  request_span, serve_as, start_background, time_tasks, timed, versions,
+                  watch_stop, write_truth)
 
 ARGS = arguments(__doc__.splitlines()[0], [
     (("--pg-host",), {"required": True}),
@@ -266,6 +266,18 @@ async def kick_refresh():
     return Response("kicked", media_type="text/plain")
 
 
+def timed_requests(asgi):
+    """The app, each HTTP request's task timed (request_span) around the whole app."""
+
+    async def timed_app(scope, receive, send):
+        if scope["type"] != "http":
+            return await asgi(scope, receive, send)
+        with request_span():
+            await asgi(scope, receive, send)
+
+    return timed_app
+
+
 class Server(uvicorn.Server):
     """uvicorn's server without its signal handling (0.17 installs loop handlers,
     0.29+ captures signals and raises them again after serve()): the workload stops it
@@ -300,7 +312,7 @@ async def main():
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, loop="asyncio", http="h11", lifespan="off",
+    config = uvicorn.Config(timed_requests(app), loop="asyncio", http="h11", lifespan="off",
                             log_level="warning", access_log=False)
     server = Server(config)
     loop = asyncio.get_running_loop()

@@ -30,6 +30,7 @@ struct proc_ent {
 	pid_t pid;
 	uint64_t ns;
 	uint64_t task_ns; /* what a walked task costs, measured (0: not yet) */
+	uint64_t rest_ns; /* what the rest of its run costs: its threads, the run itself */
 	struct walltasks *live;
 };
 
@@ -380,7 +381,10 @@ static size_t tasks_that_fit(struct wallrec *wr, const struct proc_ent *l, size_
 
 	if (!l->task_ns)
 		return n < WALL_FIRST_TASKS ? n : WALL_FIRST_TASKS;
-	fit = left / (procs_left ? procs_left : 1) / l->task_ns;
+	left /= procs_left ? procs_left : 1;
+	/* the threads are walked whatever the budget: the tasks get what they leave */
+	left = left > l->rest_ns ? left - l->rest_ns : 0;
+	fit = left / l->task_ns;
 	return fit >= n ? n : fit ? fit : 1;
 }
 
@@ -389,7 +393,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 {
 	struct proc_ent *l = proc_of(wr, tg->t.pid);
 	size_t k, fit, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
-	uint64_t now = mono_ns(), took;
+	uint64_t now = mono_ns(), took = 0, run, rest;
 	const struct wall_task *list;
 	size_t n, fresh;
 	int ret;
@@ -444,17 +448,20 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 	wr->run_thread_ns = wr->run_task_ns = 0;
 	ret = wall_run(wr->w, tg->t.pid, wr->buf, k);
 	flush_held(wr);
+	run = mono_ns() - now;
 	if (k) {
 		/* the task walk alone when the samples tell it (each task sample's clock is
-		 * read before its walk: from enough of them), not the threads' */
+		 * read before its walk: from enough of them), and the rest of the run apart */
 		if (k >= 8 && wr->run_task_ns > wr->run_thread_ns && wr->run_thread_ns)
 			took = (wr->run_task_ns - wr->run_thread_ns) / k;
 		else
-			took = (mono_ns() - now) / k;
+			took = run / k;
 		l->task_ns = l->task_ns ? (3 * l->task_ns + took) / 4 : took;
 		if (!l->task_ns)
 			l->task_ns = 1;
 	}
+	rest = run > took * k ? run - took * k : 0;
+	l->rest_ns = l->rest_ns ? (3 * l->rest_ns + rest) / 4 : rest;
 	return ret;
 }
 

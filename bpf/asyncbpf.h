@@ -104,9 +104,6 @@ enum sample_flags {
 	SAMPLE_WORK_UNSEEN = 1 << 9, /* the awaiting task is not in the maps yet */
 	/* a suspended task awaiting a thread pool's job that has not started (wall mode) */
 	SAMPLE_QUEUED = 1 << 10,
-	/* wall mode: the thread ran on while its frames were read (its current frame was
-	 * another after the walk): what was read may mix two stacks, so none is shown */
-	SAMPLE_MOVED = 1 << 11,
 };
 
 /* --native: the interrupted user registers and a copy of the user stack from rsp up,

@@ -288,7 +288,7 @@ static __noinline void sample_thread(struct task_struct *task, const struct py_p
 {
 	struct pw_reader *r = (struct pw_reader *)task;
 	__u32 pid = task->tgid, tid = task->pid, n = 0, flags = 0;
-	__u64 ts, frame = 0, now = 0, key = (__u64)pid << 32 | tid;
+	__u64 ts, frame = 0, key = (__u64)pid << 32 | tid;
 
 	pw_scratch_reset(&sc->pw);
 	ts = pw_cached_tstate(r, p, key, task->thread.fsbase, NULL);
@@ -302,13 +302,6 @@ static __noinline void sample_thread(struct task_struct *task, const struct py_p
 				   &sc->pw, &flags);
 		if (!frame)
 			bpf_map_delete_elem(&tstates, &key);
-		/* unlike a perf event's, this thread may run on another CPU meanwhile, freeing
-		 * and reusing the frames being read */
-		else if (pw_current_frame(r, &p->layout, ts, &now) || now != frame) {
-			flags |= SAMPLE_MOVED;
-			n = 0;
-			stat_inc(WSTAT_MOVED);
-		}
 	}
 	sc->w.kind = WALL_THREAD;
 	sc->w.idx = 0;
@@ -319,8 +312,7 @@ static __noinline void sample_thread(struct task_struct *task, const struct py_p
 	sc->w.s.hdr.flags = flags;
 	sc->w.s.hdr.nframes = n;
 	/* the thread's running task, or the task a pool worker's item is for, as in CPU mode */
-	if (!(flags & SAMPLE_MOVED))
-		pw_walk_tasks(r, p, pid, &sc->w.s, &sc->pw);
+	pw_walk_tasks(r, p, pid, &sc->w.s, &sc->pw);
 	stat_inc(WSTAT_THREADS);
 	emit(sc);
 }

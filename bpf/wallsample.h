@@ -47,7 +47,6 @@ enum wall_stat {
 	WSTAT_QUEUED,	   /* suspended-task samples awaiting a pool job not started */
 	WSTAT_TASK_DONE,   /* listed tasks found done (not pending) */
 	WSTAT_TASK_AWAITS, /* listed tasks found awaiting a task: drawn in its chain */
-	WSTAT_MOVED,	   /* thread samples whose thread ran on during the walk */
 	WSTAT_MAX,
 };
 

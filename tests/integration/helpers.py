@@ -644,8 +644,6 @@ FRAME_RE = re.compile(r"^(.+?) \((.*):(-?\d+)\)$")
 TRUNCATED = "[truncated]"
 # Where [truncated] would be: a read of the target failed, the frames after it are partial.
 INCOMPLETE = "[incomplete]"
-# wall mode: the thread ran on while its frames were read; no frames follow
-MOVED = "[changed while read]"
 UNKNOWN = "[unknown]"
 NO_TSTATE = "[no Python thread state]"
 # Not in the written contract: a thread state with no frame (a thread starting or
@@ -740,10 +738,6 @@ class Sample:
         self.incomplete = bool(rest) and rest[0] == INCOMPLETE
         if self.incomplete:
             rest = rest[1:]
-        self.moved = bool(rest) and rest[0] == MOVED
-        if self.moved:
-            rest = rest[1:]
-            assert not rest, "frames after %s: %.300r" % (MOVED, raw)
         self.no_tstate = bool(rest) and rest[-1] == NO_TSTATE
         self.no_frames = bool(rest) and rest[-1] == NO_FRAMES
         if self.no_tstate or self.no_frames:

@@ -499,9 +499,7 @@ static void add_sample(struct joiner *jn, struct target *tg, const struct py_sam
 	else
 		ids[n++] = profile_frame(jn->prof, FRAME_THREAD, thread_name(jn, tg, h, comm), NULL,
 					 h->tid);
-	if (h->flags & SAMPLE_MOVED)
-		ids[n++] = special(jn, "[changed while read]");
-	else if (h->flags & SAMPLE_TRUNCATED)
+	if (h->flags & SAMPLE_TRUNCATED)
 		ids[n++] = special(jn, "[truncated]");
 	else if (h->flags & SAMPLE_READ_ERR)
 		ids[n++] = special(jn, "[incomplete]");
@@ -514,7 +512,7 @@ static void add_sample(struct joiner *jn, struct target *tg, const struct py_sam
 		ids[n++] = special(jn, "[queued in thread pool]");
 	if (h->flags & SAMPLE_NO_TSTATE && !(ns && ns->n))
 		ids[n++] = special(jn, "[no Python thread state]");
-	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED | SAMPLE_MOVED)))
+	else if (!h->nframes && !(h->flags & (SAMPLE_READ_ERR | SAMPLE_SUSPENDED)))
 		ids[n++] = special(jn, "[no Python frames]");
 	for (uint32_t i = 0; i < n; i++)
 		if (ids[i] == UINT32_MAX) {

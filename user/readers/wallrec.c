@@ -599,10 +599,6 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		(unsigned long long)st.stat[WSTAT_NAME_COPIES]);
 	fprintf(f, "wall no thread state: %llu\n", (unsigned long long)st.stat[WSTAT_NO_TSTATE]);
 	fprintf(f, "wall read errors: %llu\n", (unsigned long long)st.stat[WSTAT_READ_ERR]);
-	fprintf(f,
-		"wall threads that ran on while read: %llu (shown as [changed while read], no "
-		"frames)\n",
-		(unsigned long long)st.stat[WSTAT_MOVED]);
 	fprintf(f, "wall truncated: %llu\n", (unsigned long long)st.stat[WSTAT_TRUNCATED]);
 	fprintf(f, "wall lost: %llu (run errors %llu)\n",
 		(unsigned long long)(st.stat[WSTAT_LOST] + st.bad_records),

@@ -12,7 +12,9 @@
 #include "asyncio/tasknames.h"
 #include "cpython/vmwalk.h"
 
-#define MAX_SNAPSHOT_TASKS 65536
+/* tasks a snapshot takes at most; more fail it with -E2BIG, never a silent cut */
+#define MAX_SNAPSHOT_TASKS (1u << 21)
+#define MAX_AWAITER_SLOTS  (1u << 18) /* slots of a 3.14+ task's set of awaiters */
 #define MAX_CALLBACKS	   64
 #define MAX_REACH	   64 /* objects examined per task while looking for its awaiters */
 #define MAX_DEPTH	   6
@@ -160,6 +162,43 @@ static void reach_callbacks(struct reach *x, uint64_t fut, int depth)
 	}
 }
 
+/* The index: open addressing over a power-of-two table of positions in a->v plus one
+ * (0: empty), at most half full. */
+static size_t index_slot(uint64_t addr, size_t cap)
+{
+	/* task addresses differ in their middle bits: a multiplicative hash spreads them */
+	return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+static void index_put(struct atasks *a, size_t pos)
+{
+	size_t i = index_slot(a->v[pos].addr, a->index_cap);
+
+	while (a->index[i])
+		i = (i + 1) & (a->index_cap - 1);
+	a->index[i] = (uint32_t)pos + 1;
+}
+
+/* Indexes a->v afresh, after it was added to, compacted or sorted; without memory the
+ * index is dropped and lookups search a->v. */
+static void index_rebuild(struct atasks *a)
+{
+	size_t cap = 1024;
+
+	while (cap < a->n * 2)
+		cap *= 2;
+	if (cap != a->index_cap) {
+		free(a->index);
+		a->index_cap = 0;
+		if (!(a->index = malloc(cap * sizeof(*a->index))))
+			return;
+		a->index_cap = cap;
+	}
+	memset(a->index, 0, cap * sizeof(*a->index));
+	for (size_t i = 0; i < a->n; i++)
+		index_put(a, i);
+}
+
 static int add_task(struct atasks *a, uint64_t addr)
 {
 	if (!addr || atasks_find(a, addr))
@@ -177,14 +216,28 @@ static int add_task(struct atasks *a, uint64_t addr)
 	}
 	memset(&a->v[a->n], 0, sizeof(a->v[0]));
 	a->v[a->n++].addr = addr;
+	if (a->index && a->n * 2 <= a->index_cap)
+		index_put(a, a->n - 1);
+	else
+		index_rebuild(a);
 	return 0;
 }
 
 struct atask *atasks_find(struct atasks *a, uint64_t addr)
 {
-	for (size_t i = 0; i < a->n; i++)
-		if (a->v[i].addr == addr)
-			return &a->v[i];
+	if (!a->index) {
+		for (size_t i = 0; i < a->n; i++)
+			if (a->v[i].addr == addr)
+				return &a->v[i];
+		return NULL;
+	}
+	for (size_t i = index_slot(addr, a->index_cap); a->index[i];
+	     i = (i + 1) & (a->index_cap - 1)) {
+		struct atask *k = &a->v[a->index[i] - 1];
+
+		if (k->addr == addr)
+			return k;
+	}
 	return NULL;
 }
 
@@ -200,10 +253,8 @@ static int collect(const struct objread *r, uint64_t mod, const char *name, stru
 	weak = obj_isinstance(r, obj, "WeakSet") == 1;
 	if (weak && obj_getattr(r, obj, "data", &set))
 		return -EINVAL;
-	items = malloc(MAX_SNAPSHOT_TASKS * sizeof(*items));
-	if (!items)
-		return -ENOMEM;
-	ret = obj_set_items(r, weak ? set : obj, items, MAX_SNAPSHOT_TASKS, &n);
+	/* a set of MAX_SNAPSHOT_TASKS keys may have up to four times as many slots */
+	ret = obj_set_keys(r, weak ? set : obj, (size_t)MAX_SNAPSHOT_TASKS * 4, &items, &n);
 	for (size_t i = 0; !ret && i < n; i++) {
 		uint64_t task = items[i];
 
@@ -214,6 +265,18 @@ static int collect(const struct objread *r, uint64_t mod, const char *name, stru
 	}
 	free(items);
 	return ret;
+}
+
+/* Why a listing failed, for the user: a cap hit is said as such. */
+static void list_failed(const struct py_target *t, int ret, char *why, size_t len)
+{
+	if (ret == -E2BIG)
+		snprintf(why, len,
+			 "pid %d: cannot list asyncio tasks: more than %u of them (the most a "
+			 "snapshot takes)",
+			 t->pid, MAX_SNAPSHOT_TASKS);
+	else
+		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
 }
 
 static int collect_current(const struct objread *r, uint64_t mod, struct atasks *a)
@@ -349,7 +412,7 @@ static int snapshot(const struct py_target *t, unsigned int what, struct atasks 
 	if ((ret = collect(&r, mod, "_all_tasks", a)) ||
 	    (ret = collect(&r, mod, "_scheduled_tasks", a)) ||
 	    (ret = collect(&r, mod, "_eager_tasks", a)) || (ret = collect_current(&r, mod, a))) {
-		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
+		list_failed(t, ret, why, len);
 		atasks_free(a);
 		return -1;
 	}
@@ -400,6 +463,7 @@ static void read_tasks(const struct py_target *t, unsigned int what, struct atas
 		}
 	}
 	a->n = kept;
+	index_rebuild(a);
 }
 
 static void finish(struct atasks *a, unsigned int what)
@@ -407,6 +471,7 @@ static void finish(struct atasks *a, unsigned int what)
 	/* the lists are hash-ordered: name order makes the output stable */
 	if (what & ATASKS_DETAILS)
 		qsort(a->v, a->n, sizeof(*a->v), by_name);
+	index_rebuild(a);
 	/* keep only awaiters that are tasks of this snapshot */
 	for (size_t i = 0; i < a->n; i++) {
 		struct atask *k = &a->v[i];
@@ -427,6 +492,7 @@ void atasks_free(struct atasks *a)
 		free(a->v[i].parents);
 	}
 	free(a->v);
+	free(a->index);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -529,6 +595,8 @@ static int list_tasks(pid_t pid, uint64_t head, const struct aiodebug *o, struct
 	if (mem_read(pid, head + o->llist_next, &node, sizeof(node)))
 		return -EFAULT;
 	for (size_t n = 0; node && node != head; n++) {
+		/* more nodes than tasks a snapshot takes: add_task said -E2BIG first unless
+		 * the list loops on nodes already added */
 		if (n == MAX_SNAPSHOT_TASKS)
 			return -ELOOP;
 		if ((ret = add_task(a, node - o->task_node)))
@@ -553,7 +621,7 @@ static void awaiters314(pid_t pid, const struct aiodebug *o, struct atasks *a, s
 	}
 	/* set entries are (key, hash); the caller keeps only keys that are tasks */
 	if (mem_read(pid, by + o->set_table, &table, sizeof(table)) ||
-	    mem_read(pid, by + o->set_mask, &mask, sizeof(mask)) || mask >= MAX_SNAPSHOT_TASKS * 4)
+	    mem_read(pid, by + o->set_mask, &mask, sizeof(mask)) || mask >= MAX_AWAITER_SLOTS)
 		return;
 	for (uint64_t i = 0; i <= mask && !a->nomem; i++)
 		if (!mem_read(pid, table + i * 16, &key, sizeof(key)) && key)
@@ -592,7 +660,7 @@ static int snapshot314(const struct py_target *t, unsigned int what, struct atas
 			break;
 	}
 	if (ret) {
-		snprintf(why, len, "pid %d: cannot list asyncio tasks: %s", t->pid, strerror(-ret));
+		list_failed(t, ret, why, len);
 		atasks_free(a);
 		return -1;
 	}

@@ -227,16 +227,18 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		struct task_link l = { .child_serial = now[i].serial,
 				       .child_coro = k->coro,
 				       .kind = LINK_AWAITER };
+		struct atask *p;
 		size_t j;
 
 		if (!k->nparents)
 			continue; /* keep a creation link, or the last awaiter's */
+		/* awaiters are tasks of the snapshot (finish() keeps no other) */
 		for (uint32_t q = 1; q < k->nparents; q++)
-			for (j = 0; j < a.n; j++)
-				if (a.v[j].addr == k->parents[q])
-					now[j].awaits = 1;
-		for (j = 0; j < a.n && a.v[j].addr != k->parents[0]; j++)
-			;
+			if ((p = atasks_find(&a, k->parents[q])))
+				now[p - a.v].awaits = 1;
+		if (!(p = atasks_find(&a, k->parents[0])))
+			continue;
+		j = (size_t)(p - a.v);
 		now[j].awaits = 1;
 		l.parent = a.v[j].addr;
 		l.parent_coro = a.v[j].coro;

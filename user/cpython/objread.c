@@ -242,34 +242,87 @@ int obj_items(const struct objread *r, uint64_t obj, uint64_t *items, size_t max
 	return -EINVAL;
 }
 
-int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max, size_t *n)
+/* Keys of a set whose table has at most max_slots slots, read a chunk of the table at a
+ * time; *items grows as keys come (malloc'd, *cap its size). -E2BIG for a larger table. */
+static int set_keys(const struct objread *r, uint64_t set, size_t max_slots, uint64_t **items,
+		    size_t *cap, size_t max, size_t *n)
 {
+	enum { CHUNK = 4096 }; /* slots read at once */
 	const struct py_objmodel *m = r->m;
 	uint64_t table, key;
 	int64_t mask;
 	uint8_t *buf;
-	size_t len;
 	int ret;
 
 	*n = 0;
 	if ((ret = obj_ptr(r, set + m->set_table, &table)) ||
 	    (ret = rd_ssize(r, set + m->set_mask, &mask)))
 		return ret;
-	if (mask < 0 || mask >= OBJ_MAX_ITEMS || m->setentry_size < m->setentry_key + 8)
+	if (mask < 0 || m->setentry_size < m->setentry_key + 8)
 		return -EINVAL;
-	len = (size_t)(mask + 1) * m->setentry_size;
-	buf = malloc(len);
+	if ((uint64_t)mask >= max_slots)
+		return -E2BIG;
+	buf = malloc((size_t)CHUNK * m->setentry_size);
 	if (!buf)
 		return -ENOMEM;
-	ret = rd(r, table, buf, len);
-	for (int64_t i = 0; !ret && i <= mask && *n < max; i++) {
-		memcpy(&key, buf + i * m->setentry_size + m->setentry_key, sizeof(key));
-		/* empty slots are NULL; deleted ones hold the dummy key, which is not a weakref
-		 * or a task: callers check the type of what they get */
-		if (key)
-			items[(*n)++] = key;
+	for (int64_t at = 0; !ret && at <= mask && *n < max; at += CHUNK) {
+		int64_t k = mask + 1 - at < CHUNK ? mask + 1 - at : CHUNK;
+
+		ret = rd(r, table + at * m->setentry_size, buf, k * m->setentry_size);
+		for (int64_t i = 0; !ret && i < k && *n < max; i++) {
+			memcpy(&key, buf + i * m->setentry_size + m->setentry_key, sizeof(key));
+			/* empty slots are NULL; deleted ones hold the dummy key, which is not a
+			 * weakref or a task: callers check the type of what they get */
+			if (!key)
+				continue;
+			if (*n == *cap) {
+				size_t c = *cap ? *cap * 2 : 1024;
+				uint64_t *v = realloc(*items, c * sizeof(*v));
+
+				if (!v) {
+					ret = -ENOMEM;
+					break;
+				}
+				*items = v;
+				*cap = c;
+			}
+			(*items)[(*n)++] = key;
+		}
 	}
 	free(buf);
+	return ret;
+}
+
+int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max, size_t *n)
+{
+	uint64_t *v = NULL;
+	size_t cap = 0;
+	int ret = set_keys(r, set, OBJ_MAX_ITEMS, &v, &cap, max, n);
+
+	/* a table over OBJ_MAX_ITEMS is taken for bad memory, as before */
+	if (ret == -E2BIG)
+		ret = -EINVAL;
+	if (!ret && *n)
+		memcpy(items, v, *n * sizeof(*v));
+	if (ret)
+		*n = 0;
+	free(v);
+	return ret;
+}
+
+int obj_set_keys(const struct objread *r, uint64_t set, size_t max_slots, uint64_t **items,
+		 size_t *n)
+{
+	size_t cap = 0;
+	int ret;
+
+	*items = NULL;
+	ret = set_keys(r, set, max_slots, items, &cap, SIZE_MAX, n);
+	if (ret) {
+		free(*items);
+		*items = NULL;
+		*n = 0;
+	}
 	return ret;
 }
 

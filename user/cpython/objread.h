@@ -13,6 +13,9 @@
 #include "cpython/pyproc.h"
 
 #define OBJ_MAX_ITEMS 65536 /* largest container walked */
+/* Largest table of a set read whole by obj_set_keys: asyncio's task set, which a process
+ * with a million tasks grows to 2^21 or 2^22 slots. */
+#define OBJ_MAX_SET_SLOTS (1u << 23)
 
 /* Names and bases of the types a reader met: a snapshot asks the same few types again
  * for every task and callback, and they outlive the objects it reads. */
@@ -68,6 +71,10 @@ int obj_long(const struct objread *r, uint64_t obj, int64_t *out);
 int obj_items(const struct objread *r, uint64_t obj, uint64_t *items, size_t max, size_t *n);
 /* Keys of a set (or frozenset), at most max. */
 int obj_set_items(const struct objread *r, uint64_t set, uint64_t *items, size_t max, size_t *n);
+/* Keys of a set whose table has at most max_slots slots (-E2BIG for more), every one:
+ * *items is malloc'd (NULL when none), to be freed. */
+int obj_set_keys(const struct objread *r, uint64_t set, size_t max_slots, uint64_t **items,
+		 size_t *n);
 /* Items of a collections.deque (its first block only: up to 64), at most max. */
 int obj_deque_items(const struct objread *r, uint64_t dq, uint64_t *items, size_t max, size_t *n);
 

@@ -238,7 +238,8 @@ int walltasks_snapshot_end(struct walltasks *wt, uint64_t read_ns)
 	}
 	if (ngone)
 		qsort(gone, ngone, sizeof(*gone), by_task);
-	qsort(wt->all, wt->nall, sizeof(*wt->all), by_task);
+	if (wt->nall)
+		qsort(wt->all, wt->nall, sizeof(*wt->all), by_task);
 	for (size_t i = 0; i < wt->nleaves; i++)
 		if (!in(gone, ngone, wt->leaves[i].task, wt->leaves[i].serial, 1))
 			wt->leaves[kept++] = wt->leaves[i];
@@ -275,7 +276,7 @@ void walltasks_expire(struct walltasks *wt, uint64_t ns)
 {
 	while (wt->first < wt->nended && wt->ended[wt->first].ns < ns)
 		wt->first++;
-	if (wt->first * 2 >= wt->nended) {
+	if (wt->first && wt->first * 2 >= wt->nended) {
 		memmove(wt->ended, wt->ended + wt->first,
 			(wt->nended - wt->first) * sizeof(*wt->ended));
 		wt->nended -= wt->first;

@@ -143,6 +143,12 @@ struct pw_scratch {
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
+	/* PW_READS_RUNNING's checks: pw_code_fp(_cached) found no code object; the thread
+	 * walk's cycle check (Brent's), off the stack: the frame at step 2^k - 1, the steps
+	 * since, 2^k */
+	__u32 not_code;
+	__u64 mark;
+	__u32 steps, lap;
 };
 
 /* Starts a walk: forgets the last walk's generators and code objects. */
@@ -266,13 +272,33 @@ static PW_INLINE __u32 pw_code_fp_of(const struct py_proc *p, const __u8 *c)
 				   PW_LOAD(__u64, c, PW_OFF(l->code_name - base)));
 }
 
-/* Fingerprint of a code object, FP_INVALID if unreadable or not a code object. */
+/* An includer that reads threads while they run (wall mode) defines PW_READS_RUNNING:
+ * a thread walk then ends as torn (SAMPLE_READ_ERR) on a chain that comes back to a
+ * frame, or on a frame of no code object, which it reads where the thread freed and
+ * reused the frames meanwhile. Its reads fault pages in: an address they cannot read is
+ * no object. Elsewhere the walked thread is interrupted, and the checks' stack (5.10's
+ * 512 bytes) is spared. */
+#ifdef PW_READS_RUNNING
+#define PW_NOT_CODE(s, v) ((s)->not_code = (v))
+#else
+#define PW_NOT_CODE(s, v) ((void)0)
+#endif
+
+/* Fingerprint of a code object, FP_INVALID if unreadable or not a code object (then
+ * s->not_code says which). */
 static PW_INLINE __u32 pw_code_fp(struct pw_reader *r, const struct py_proc *p, __u64 code,
 				  struct pw_scratch *s)
 {
 	const __u8 *c = pw_view(r, s->code, PW_READ_MAX, code + p->layout.object_type);
+	__u32 fp;
 
-	return c ? pw_code_fp_of(p, c) : FP_INVALID;
+	if (!c) {
+		PW_NOT_CODE(s, code != 0);
+		return FP_INVALID;
+	}
+	fp = pw_code_fp_of(p, c);
+	PW_NOT_CODE(s, fp == FP_INVALID);
+	return fp;
 }
 
 /* pw_code_fp read once per code object and walk: recursion, wrappers and the same
@@ -285,14 +311,18 @@ static PW_INLINE __u32 pw_code_fp_cached(struct pw_reader *r, const struct py_pr
 {
 	__u32 k = (__u32)((code >> 4) ^ (code >> 11)) & (PW_CODE_SLOTS - 1), fp;
 
+	PW_NOT_CODE(s, 0);
 	if (code && s->code_addr[k] == code)
 		return s->code_fp[k];
-	if (!direct)
+	if (!direct) {
 		fp = pw_code_fp(r, p, code, s);
-	else if (pw_read(r, s->code, PW_READ_MAX, code + p->layout.object_type))
+	} else if (pw_read(r, s->code, PW_READ_MAX, code + p->layout.object_type)) {
 		fp = FP_INVALID;
-	else
+		PW_NOT_CODE(s, code != 0);
+	} else {
 		fp = pw_code_fp_of(p, s->code);
+		PW_NOT_CODE(s, fp == FP_INVALID);
+	}
 	if (fp != FP_INVALID) {
 		s->code_addr[k] = code;
 		s->code_fp[k] = fp;
@@ -375,6 +405,18 @@ static long pw_walk_step(__u32 i, void *ctx)
 		w->frame = 0;
 		return 1;
 	}
+#ifdef PW_READS_RUNNING
+	if (cur == s->mark) {
+		w->flags |= SAMPLE_READ_ERR;
+		w->frame = 0;
+		return 1;
+	}
+	if (++s->steps >= s->lap) {
+		s->mark = cur;
+		s->lap <<= 1;
+		s->steps = 0;
+	}
+#endif
 	if (len > PW_READ_MAX)
 		len = PW_READ_MAX;
 	f = pw_view(w->r, s->frame, len, cur);
@@ -424,6 +466,13 @@ static long pw_walk_step(__u32 i, void *ctx)
 	s->last_code = code;
 	/* last: the read of a code object may replace the page f points into */
 	w->out[n].fp = pw_code_fp_cached(w->r, w->p, code, s, 0);
+#ifdef PW_READS_RUNNING
+	if (s->not_code) {
+		w->flags |= SAMPLE_READ_ERR;
+		w->frame = 0;
+		return 1;
+	}
+#endif
 	w->n = n + 1;
 	return 0;
 }
@@ -441,6 +490,9 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 	s->nshims = 0;
 	s->work_frame = 0;
 	s->last_code = 0;
+	s->mark = 0;
+	s->steps = 0;
+	s->lap = 1;
 	PW_FORGET64(w.frame, s->forget64);
 	PW_FORGET64(w.base, s->forget64);
 	PW_FORGET64(w.pend_gen, s->forget64);

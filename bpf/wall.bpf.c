@@ -30,6 +30,9 @@ static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 #define PW_NAME_CACHE
+/* a thread may run on another CPU while it is read (bpf_copy_from_user_task faults
+ * pages in) */
+#define PW_READS_RUNNING
 /* one run at a time: the name cache's key can be a global */
 #define NAME_KEY(r) (&name_key)
 struct name_key name_key;

@@ -598,7 +598,8 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		(unsigned long long)st.stat[WSTAT_NAME_HITS],
 		(unsigned long long)st.stat[WSTAT_NAME_COPIES]);
 	fprintf(f, "wall no thread state: %llu\n", (unsigned long long)st.stat[WSTAT_NO_TSTATE]);
-	fprintf(f, "wall read errors: %llu\n", (unsigned long long)st.stat[WSTAT_READ_ERR]);
+	fprintf(f, "wall read errors (walks found torn included): %llu\n",
+		(unsigned long long)st.stat[WSTAT_READ_ERR]);
 	fprintf(f, "wall truncated: %llu\n", (unsigned long long)st.stat[WSTAT_TRUNCATED]);
 	fprintf(f, "wall lost: %llu (run errors %llu)\n",
 		(unsigned long long)(st.stat[WSTAT_LOST] + st.bad_records),

@@ -489,39 +489,35 @@ int sampler_set_work(struct sampler *s, pid_t pid, const struct py_work *w)
 	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
 }
 
-int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+/* Attaches prog at path + offset for pid, kept until sampler_del_proc. */
+static int attach_probe(struct sampler *s, struct bpf_program *prog, pid_t pid, const char *path,
+			uint64_t offset)
 {
 	struct probe *p = realloc(s->probes, (s->nprobes + 1) * sizeof(*p));
 	struct bpf_link *link;
 
 	if (!p)
 		return -ENOMEM;
-	if (s->no_task_init)
-		return -ENOTSUP;
 	s->probes = p;
-	link = bpf_program__attach_uprobe(s->o.progs.task_init, false, pid, path, offset);
+	link = bpf_program__attach_uprobe(prog, false, pid, path, offset);
 	if (!link)
 		return -errno;
 	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
 	return 0;
 }
 
+int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+{
+	if (s->no_task_init)
+		return -ENOTSUP;
+	return attach_probe(s, s->o.progs.task_init, pid, path, offset);
+}
+
 int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
 {
-	struct probe *p;
-	struct bpf_link *link;
-
 	if (!s->task_lives)
 		return -ENOTSUP;
-	p = realloc(s->probes, (s->nprobes + 1) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	s->probes = p;
-	link = bpf_program__attach_uprobe(s->o.progs.task_free, false, pid, path, offset);
-	if (!link)
-		return -errno;
-	s->probes[s->nprobes++] = (struct probe){ .pid = pid, .link = link };
-	return 0;
+	return attach_probe(s, s->o.progs.task_free, pid, path, offset);
 }
 
 bool sampler_task_lives(const struct sampler *s)

@@ -252,7 +252,7 @@ static void on_life(void *ctx, const struct task_life *e)
 		return;
 	if (e->kind == TASK_BORN) {
 		wr->born++;
-		ret = walltasks_born(l->live, e->task, e->coro, e->serial, e->ns);
+		ret = walltasks_born(l->live, e->task, e->coro, e->serial);
 	} else if (e->kind == TASK_FREED) {
 		wr->freed++;
 		ret = walltasks_freed(l->live, e->task, e->serial, e->ns);

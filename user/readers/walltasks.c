@@ -131,14 +131,13 @@ void walltasks_free(struct walltasks *wt)
 	free(wt);
 }
 
-int walltasks_born(struct walltasks *wt, uint64_t task, uint64_t coro, uint64_t serial, uint64_t ns)
+int walltasks_born(struct walltasks *wt, uint64_t task, uint64_t coro, uint64_t serial)
 {
 	struct wall_task t = {
 		.task = task, .coro = coro, .serial = serial, .flags = WALL_TASK_NEW
 	};
 	size_t j;
 
-	(void)ns;
 	if (grow((void **)&wt->v, &wt->cap, wt->n + 1, sizeof(*wt->v)) ||
 	    ((wt->n + 1) * 2 + 2 > wt->nslots && reindex(wt, wt->cap)))
 		return -ENOMEM;

@@ -16,10 +16,10 @@ struct walltasks;
 struct walltasks *walltasks_new(void);
 void walltasks_free(struct walltasks *wt);
 
-/* A task created (its serial from the probe) or freed (serial 0: never numbered), at ns
- * (CLOCK_MONOTONIC). 0 or -ENOMEM. */
-int walltasks_born(struct walltasks *wt, uint64_t task, uint64_t coro, uint64_t serial,
-		   uint64_t ns);
+/* A task created (its serial from the probe), or freed (serial 0: never numbered) at ns
+ * (CLOCK_MONOTONIC: a free before a snapshot began is not of the snapshot's task).
+ * 0 or -ENOMEM. */
+int walltasks_born(struct walltasks *wt, uint64_t task, uint64_t coro, uint64_t serial);
 int walltasks_freed(struct walltasks *wt, uint64_t task, uint64_t serial, uint64_t ns);
 
 /* A new snapshot, begun at read_ns: add each of its tasks (leaf: it awaits no other

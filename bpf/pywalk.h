@@ -122,7 +122,8 @@ static PW_INLINE const __u8 *pw_view(struct pw_reader *r, __u8 *buf, __u32 len, 
 #else
 #define PW_GEN_WINDOW 1
 #endif
-#define PW_CODE_SLOTS 8 /* code objects remembered per walk, direct-mapped */
+#define PW_CODE_SLOTS 8	 /* code objects remembered per walk, direct-mapped */
+#define PW_PAIR_SPAN  64 /* bytes of one object pw_read_pair reads at once */
 /* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.15 */
 #define PW_OWNED_BY_GENERATOR 1
 
@@ -151,9 +152,10 @@ struct pw_scratch {
 	__u64 work_frame;
 	__u32 work_idx;
 	__u32 work_kind;
-	__u64 work_read[4]; /* the work links' reads, off the stack (5.10 allows 512 bytes
-			     * for the program and its calls together) */
-	__u64 last_code;    /* the code object of the walk's last frame */
+	__u64 work_read[4];	     /* the work links' reads, off the stack (5.10 allows 512 bytes
+				      * for the program and its calls together) */
+	__u8 pair[2 * PW_PAIR_SPAN]; /* pw_read_pair's span */
+	__u64 last_code;	     /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -1063,6 +1065,25 @@ static PW_INLINE int pw_attr(struct pw_reader *r, __u64 obj, const struct py_att
 	return 0;
 }
 
+/* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
+ * of the span between them where it is short, else one each. Both are needed, so the
+ * span, inside the object and no longer than a page, fails only where one of the two
+ * narrow reads would. 0 on success. */
+static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u64 obj, __u32 a,
+				  __u32 b, __u64 *va, __u64 *vb)
+{
+	__u32 lo = a < b ? a : b, len = (a < b ? b - a : a - b) + 8;
+
+	if (len > PW_PAIR_SPAN)
+		return pw_read(r, va, 8, obj + a) || pw_read(r, vb, 8, obj + b) ? -1 : 0;
+	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
+	if (pw_read(r, s->pair, len, obj + lo))
+		return -1;
+	*va = PW_LOAD(__u64, s->pair, (a - lo) & (PW_PAIR_SPAN - 1));
+	*vb = PW_LOAD(__u64, s->pair, (b - lo) & (PW_PAIR_SPAN - 1));
+	return 0;
+}
+
 /* Moves the walk to task, which a pool worker's item wakes when done, if task awaits
  * that item's asyncio future fut now (its fut_waiter): 0. Else the item is no task's
  * any more (cancelled, timed out, abandoned: SAMPLE_WORK_STALE), 1. */
@@ -1071,7 +1092,11 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 	const struct py_proc *p = w->p;
 	__u64 *v = w->s->work_read;
 
-	if (!task || pw_read(w->r, &v[1], 8, task + p->async.task_fut_waiter) || v[1] != fut) {
+	/* v[1]: its fut_waiter, v[0]: its coroutine */
+	if (!task ||
+	    pw_read_pair(w->r, w->s, task, p->async.task_fut_waiter, p->async.task_coro, &v[1],
+			 &v[0]) ||
+	    v[1] != fut) {
 		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
 	}
@@ -1080,7 +1105,7 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 		w->smp->hdr.flags |= SAMPLE_WORK_UNSEEN;
 		return 1;
 	}
-	if (pw_read(w->r, &v[0], 8, task + p->async.task_coro) || !v[0])
+	if (!v[0])
 		return 1;
 	w->cur = task;
 	w->cur_coro = v[0];
@@ -1125,11 +1150,13 @@ static PW_NOINLINE int pw_anyio_link(struct pw_tasks *w)
 }
 
 /* The first item of a list into *v, 0; -1 when it is empty. */
-static PW_INLINE int pw_list_first(struct pw_reader *r, const struct py_work *k, __u64 list,
-				   __u64 *v)
+static PW_INLINE int pw_list_first(struct pw_reader *r, struct pw_scratch *s,
+				   const struct py_work *k, __u64 list, __u64 *v)
 {
-	if (!list || pw_read(r, v, 8, list + k->list_size) || (__s64)*v < 1 ||
-	    pw_read(r, v, 8, list + k->list_items) || !*v || pw_read(r, v, 8, *v) || !*v)
+	__u64 size = 0;
+
+	if (!list || pw_read_pair(r, s, list, k->list_size, k->list_items, &size, v) ||
+	    (__s64)size < 1 || !*v || pw_read(r, v, 8, *v) || !*v)
 		return -1;
 	return 0;
 }
@@ -1155,21 +1182,22 @@ static PW_NOINLINE int pw_pool_link(struct pw_tasks *w)
 	    pw_attr(r, v[1], &k->done_callbacks, &v[2]))
 		return 1;
 	/* no done-callback, or not wrap_future's: no asyncio future stands for the item */
-	if (pw_list_first(r, k, v[2], &v[0]) || pw_read(r, &v[1], 8, v[0] + k->func_code) ||
-	    v[1] != k->set_state_code) {
+	if (pw_list_first(r, w->s, k, v[2], &v[0]) ||
+	    pw_read_pair(r, w->s, v[0], k->func_code, k->func_closure, &v[3], &v[1]) ||
+	    v[3] != k->set_state_code) {
 		w->smp->hdr.flags |= SAMPLE_WORK_NO_FUTURE;
 		return 1;
 	}
 	/* the closure's destination cell */
-	if (pw_read(r, &v[1], 8, v[0] + k->func_closure) || !v[1] ||
-	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) || !v[2] ||
-	    pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
+	if (!v[1] || pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) ||
+	    !v[2] || pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
 		return 1;
 	fut = v[3];
 	/* the wakeup, a (callback, context) tuple in fut_callbacks, and its task */
 	if (pw_read(r, &v[0], 8, fut + p->async.fut_callbacks) ||
-	    pw_list_first(r, k, v[0], &v[1]) || pw_read(r, &v[2], 8, v[1] + p->async.tuple_items) ||
-	    !v[2] || pw_read(r, &v[2], 8, v[2] + p->async.wakeup_task)) {
+	    pw_list_first(r, w->s, k, v[0], &v[1]) ||
+	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items) || !v[2] ||
+	    pw_read(r, &v[2], 8, v[2] + p->async.wakeup_task)) {
 		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
 	}

@@ -111,8 +111,19 @@ static PW_INLINE const __u8 *pw_view(struct pw_reader *r, __u8 *buf, __u32 len, 
 /* capacity of a frame array that holds a thread's frames and then coroutine frames */
 #define PW_FRAMES_CAP (MAX_FRAMES + MAX_CORO_FRAMES)
 
-#define PW_MAX_GENS   32 /* generator frames remembered per thread walk */
+#define PW_MAX_GENS 32 /* generator frames remembered per thread walk */
+/* bytes of a suspended generator read at once (3.11+: its type, state, embedded frame and
+ * first stack slots) */
+#define PW_WIDE 256
+/* 5.10's 512 bytes of stack for the program and its bounded loops' frames together have no
+ * room for the wide read's locals: there a suspended generator is read field by field */
+#ifdef PW_BOUNDED_LOOPS
+#define PW_GEN_WINDOW 0
+#else
+#define PW_GEN_WINDOW 1
+#endif
 #define PW_CODE_SLOTS 8	 /* code objects remembered per walk, direct-mapped */
+#define PW_PAIR_SPAN  64 /* bytes of one object pw_read_pair reads at once */
 /* _PyFrameOwner: FRAME_OWNED_BY_GENERATOR is 1 in 3.11-3.15 */
 #define PW_OWNED_BY_GENERATOR 1
 
@@ -120,6 +131,10 @@ struct pw_scratch {
 	/* twice PW_READ_MAX so that a masked offset plus a load stays inside */
 	__u8 frame[2 * PW_READ_MAX];
 	__u8 code[2 * PW_READ_MAX];
+	/* a suspended generator's first PW_WIDE bytes (pw_coro_step), twice as large for the
+	 * masked offsets */
+	__u8 genbuf[2 * PW_WIDE];
+	__u32 genlen; /* the bytes of genbuf read */
 	/* generator frames of the last thread walk that may be a task's coroutine (see
 	 * pw_keep_gen), the outermost PW_MAX_GENS of ngens in a ring, innermost first:
 	 * the generator object and the index of its frame record */
@@ -137,9 +152,10 @@ struct pw_scratch {
 	__u64 work_frame;
 	__u32 work_idx;
 	__u32 work_kind;
-	__u64 work_read[4]; /* the work links' reads, off the stack (5.10 allows 512 bytes
-			     * for the program and its calls together) */
-	__u64 last_code;    /* the code object of the walk's last frame */
+	__u64 work_read[4];	     /* the work links' reads, off the stack (5.10 allows 512 bytes
+				      * for the program and its calls together) */
+	__u8 pair[2 * PW_PAIR_SPAN]; /* pw_read_pair's span */
+	__u64 last_code;	     /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -528,6 +544,7 @@ struct pw_coro {
 	__u64 gen;     /* generator to read next, 0 when done */
 	__u64 awaited; /* what the innermost generator awaits when it is not a generator */
 	__u32 n, max, flags;
+	__u32 check; /* gen's type is still to check (pw_yf_target) */
 };
 
 static PW_INLINE __u64 pw_yf_target(struct pw_reader *r, const struct py_proc *p, __u64 yf,
@@ -549,21 +566,25 @@ static PW_INLINE __u64 pw_yf_target(struct pw_reader *r, const struct py_proc *p
 	return 0;
 }
 
-/* What a suspended generator's frame (in s->frame) delegates to, 0 if nothing. */
+/* What a suspended generator's frame (its bytes at fb) delegates to, 0 if nothing. win
+ * (NULL: none) holds the generator's first PW_WIDE bytes from gen: the top of the stack is
+ * taken from there when it lies inside. coro: the generator is a coroutine, suspended only
+ * in an await (a coroutine cannot yield), so the RESUME after it need not be read. */
 static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *p, __u64 frame,
-				     __s8 state, struct pw_scratch *s)
+				     __s8 state, const __u8 *fb, const __u8 *win, __u64 gen,
+				     __u32 winlen, int coro)
 {
 	const struct py_layout *l = &p->layout;
 	const struct py_async_layout *a = &p->async;
-	__u64 code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code))), co_code = 0,
-	      tos = 0, at;
+	__u64 code = pw_untag(l, PW_LOAD(__u64, fb, PW_OFF(l->frame_code))), co_code = 0, tos = 0,
+	      at;
 	__s32 lasti, depth;
 	__u8 op[2] = {};
 
 	switch (a->yf_kind) {
 	case PY_YF_LASTI_BYTES:
 	case PY_YF_LASTI_UNITS:
-		lasti = PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti));
+		lasti = PW_LOAD(__s32, fb, PW_OFF(l->frame_lasti));
 		if (lasti < 0 || pw_read(r, &co_code, 8, code + l->code_code))
 			return 0;
 		at = co_code + l->bytes_sval;
@@ -571,30 +592,29 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 		if (pw_read(r, op, 1, at) || op[0] != a->op_yield_from)
 			return 0;
 		if (a->yf_kind == PY_YF_LASTI_BYTES) {
-			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
+			at = PW_LOAD(__u64, fb, PW_OFF(a->frame_stack));
 			if (!at)
 				return 0;
 			at -= 8;
 		} else {
-			depth = PW_LOAD(__s32, s->frame, PW_OFF(a->frame_stackdepth));
+			depth = PW_LOAD(__s32, fb, PW_OFF(a->frame_stackdepth));
 			if (depth < 1)
 				return 0;
-			at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) +
-			     (__u64)(depth - 1) * 8;
+			at = PW_LOAD(__u64, fb, PW_OFF(a->frame_stack)) + (__u64)(depth - 1) * 8;
 		}
 		break;
 	case PY_YF_RESUME:
 		if (state != a->gen_suspended)
 			return 0;
-		at = PW_LOAD(__u64, s->frame, PW_OFF(l->frame_lasti)) + 2;
-		if (pw_read(r, op, 2, at) || (op[0] != a->op_resume && op[0] != a->op_resume_alt) ||
-		    op[1] < 2)
+		at = PW_LOAD(__u64, fb, PW_OFF(l->frame_lasti)) + 2;
+		if (!coro && (pw_read(r, op, 2, at) ||
+			      (op[0] != a->op_resume && op[0] != a->op_resume_alt) || op[1] < 2))
 			return 0;
 		/* fall through */
 	case PY_YF_STATE:
 		if (state != a->gen_suspended)
 			return 0;
-		depth = PW_LOAD(__s32, s->frame, PW_OFF(a->frame_stackdepth));
+		depth = PW_LOAD(__s32, fb, PW_OFF(a->frame_stackdepth));
 		if (depth < 1 || depth > 4096)
 			return 0;
 		at = frame + a->frame_stack + (__u64)(depth - 1) * 8;
@@ -602,7 +622,7 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 	case PY_YF_STACKPTR:
 		if (state != a->gen_suspended)
 			return 0;
-		at = PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack));
+		at = PW_LOAD(__u64, fb, PW_OFF(a->frame_stack));
 		/* the value stack lies inside the frame, past its fixed part */
 		if (at < frame + 16 + 8 * (__u64)a->yf_slots || at - frame > 0x10000)
 			return 0;
@@ -611,7 +631,31 @@ static PW_INLINE __u64 pw_yield_from(struct pw_reader *r, const struct py_proc *
 	default:
 		return 0;
 	}
+	if (win && at >= gen && at - gen + 8 <= winlen)
+		return pw_untag(l, PW_LOAD(__u64, win, (at - gen) & (PW_WIDE - 1)));
 	return pw_read(r, &tos, 8, at) ? 0 : pw_untag(l, tos);
+}
+
+/* The generator at gen read whole into s->genbuf: PW_WIDE bytes, fewer where its page
+ * ends (a read across a page end fails whole, where the narrow reads it replaces might
+ * not), but never fewer than its state and frame. NULL when it cannot be read so (3.8-3.10,
+ * whose frames are objects of their own, or a short page): read it field by field. */
+static PW_INLINE const __u8 *pw_gen_window(struct pw_reader *r, const struct py_proc *p, __u64 gen,
+					   struct pw_scratch *s)
+{
+	__u64 len = 4096 - (gen & 4095); /* 4 KiB: the smallest page */
+
+	if (!PW_GEN_WINDOW || p->layout.frame_kind == PY_FRAMES_OBJECT ||
+	    p->async.gen_frame + PW_READ_MAX > PW_WIDE ||
+	    p->async.gen_frame_state >= p->async.gen_frame)
+		return NULL;
+	if (len > PW_WIDE)
+		len = PW_WIDE;
+	if (len < (__u64)p->async.gen_frame + PW_READ_MAX)
+		return NULL;
+	PW_MASK(len, 2 * PW_WIDE - 1);
+	s->genlen = len;
+	return pw_read(r, s->genbuf, len, gen) ? NULL : s->genbuf;
 }
 
 static long pw_coro_step(__u32 i, void *ctx)
@@ -621,47 +665,90 @@ static long pw_coro_step(__u32 i, void *ctx)
 	const struct py_layout *l = &p->layout;
 	const struct py_async_layout *a = &p->async;
 	struct pw_scratch *s = w->s;
-	__u64 gen = w->gen, frame = 0, code, yf;
+	__u64 gen = w->gen, frame = 0, code, yf, type = 0;
 	__s8 state = -1, executing = a->gen_executing;
-	__u32 n = w->n;
+	__u32 n = w->n, check = w->check;
+	const __u8 *win, *fb;
 
 	(void)i;
 	PW_FORGET(n, s->forget);
+	PW_FORGET(check, s->forget);
 	w->gen = 0;
-	if (!gen || n >= w->max || n >= PW_FRAMES_CAP)
+	if (!gen)
 		return 1;
+	if (n >= w->max || n >= PW_FRAMES_CAP) {
+		/* what it awaits, as if its type had been read at the last step */
+		if (PW_GEN_WINDOW && check)
+			pw_yf_target(w->r, p, gen, &w->awaited);
+		return 1;
+	}
+	win = pw_gen_window(w->r, p, gen, s);
+	/* check: gen is what the last generator awaits, its type not read yet (see the end) */
+	if (PW_GEN_WINDOW && check &&
+	    (!win ||
+	     ((type = PW_LOAD(__u64, win, l->object_type & (PW_WIDE - 1))) != p->coro_type &&
+	      type != p->gen_type))) {
+		gen = pw_yf_target(w->r, p, gen, &w->awaited);
+		if (!gen)
+			return 1;
+		win = pw_gen_window(w->r, p, gen, s);
+	}
+	type = win ? PW_LOAD(__u64, win, l->object_type & (PW_WIDE - 1)) : 0;
 	/* An executing generator (a task that runs right now) shows its own frame, as
 	 * CPython's pstree does, but what it awaits is not known: the chain ends there. */
-	if (l->frame_kind == PY_FRAMES_OBJECT) {
-		if (pw_read(w->r, &frame, 8, gen + a->gen_frame) || !frame)
-			return 1; /* finished */
-	} else {
-		if (pw_read(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
+	if (win) {
+		state = (__s8)win[a->gen_frame_state & (PW_WIDE - 1)];
+		if (state > executing)
 			return 1; /* finished */
 		frame = gen + a->gen_frame;
-	}
-	if (pw_read(w->r, s->frame, PW_READ_MAX, frame)) {
-		__u32 fl = w->flags | SAMPLE_READ_ERR;
+		fb = win + (a->gen_frame & (PW_WIDE - 1));
+	} else {
+		if (l->frame_kind == PY_FRAMES_OBJECT) {
+			if (pw_read(w->r, &frame, 8, gen + a->gen_frame) || !frame)
+				return 1; /* finished */
+		} else {
+			if (pw_read(w->r, &state, 1, gen + a->gen_frame_state) || state > executing)
+				return 1; /* finished */
+			frame = gen + a->gen_frame;
+		}
+		if (pw_read(w->r, s->frame, PW_READ_MAX, frame)) {
+			__u32 fl = w->flags | SAMPLE_READ_ERR;
 
-		PW_FORGET(fl, s->forget); /* a known flag: a loop state of its own */
-		w->flags = fl;
-		return 1;
+			PW_FORGET(fl, s->forget); /* a known flag: a loop state of its own */
+			w->flags = fl;
+			return 1;
+		}
+		fb = s->frame;
 	}
 	if (a->frame_state) { /* 3.10 */
-		state = (__s8)s->frame[PW_OFF(a->frame_state)];
+		state = (__s8)fb[PW_OFF(a->frame_state)];
 		if (state > executing)
 			return 1;
-	} else if (a->yf_kind == PY_YF_LASTI_BYTES &&
-		   !PW_LOAD(__u64, s->frame, PW_OFF(a->frame_stack)) &&
-		   PW_LOAD(__s32, s->frame, PW_OFF(l->frame_lasti)) >= 0) {
+	} else if (a->yf_kind == PY_YF_LASTI_BYTES && !PW_LOAD(__u64, fb, PW_OFF(a->frame_stack)) &&
+		   PW_LOAD(__s32, fb, PW_OFF(l->frame_lasti)) >= 0) {
 		state = executing; /* 3.8-3.9: no value stack while running */
 	}
-	code = pw_untag(l, PW_LOAD(__u64, s->frame, PW_OFF(l->frame_code)));
+	code = pw_untag(l, PW_LOAD(__u64, fb, PW_OFF(l->frame_code)));
 	w->out[n].code = code;
-	w->out[n].instr = pw_instr(l, s->frame, code);
-	yf = state == executing ? 0 : pw_yield_from(w->r, p, frame, state, s);
+	w->out[n].instr = pw_instr(l, fb, code);
+	yf = state == executing ? 0
+				: pw_yield_from(w->r, p, frame, state, fb, win, gen, s->genlen,
+						win && type && type == p->coro_type);
 	w->out[n].fp = pw_code_fp_cached(w->r, p, code, s, 1);
 	w->n = n + 1;
+	if (!yf)
+		return 1;
+	/* With a window, yf's type is read with yf itself, at the next step; without, now. */
+	if (PW_GEN_WINDOW && win) {
+		check = 1;
+		PW_FORGET(check, s->forget);
+		w->check = check;
+		w->gen = yf;
+		return 0;
+	}
+	check = 0;
+	PW_FORGET(check, s->forget);
+	w->check = check;
 	w->gen = pw_yf_target(w->r, p, yf, &w->awaited);
 	return w->gen ? 0 : 1;
 }
@@ -680,7 +767,10 @@ static PW_INLINE __u32 pw_walk_coro(struct pw_reader *r, const struct py_proc *p
 	PW_FORGET64(w.gen, s->forget64);
 	PW_FORGET64(w.awaited, s->forget64);
 	PW_FORGET(w.flags, s->forget);
+	PW_FORGET(w.check, s->forget);
 	PW_LOOP(MAX_CORO_FRAMES, pw_coro_step, &w);
+	if (PW_GEN_WINDOW && w.gen && w.check)
+		w.gen = pw_yf_target(r, p, w.gen, &w.awaited);
 	if (w.gen)
 		w.flags |= SAMPLE_TRUNCATED;
 	*awaited = w.awaited;
@@ -1027,6 +1117,25 @@ static PW_INLINE int pw_attr(struct pw_reader *r, __u64 obj, const struct py_att
 	return 0;
 }
 
+/* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
+ * of the span between them where it is short, else one each. Both are needed, so the
+ * span, inside the object and no longer than a page, fails only where one of the two
+ * narrow reads would. 0 on success. */
+static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u64 obj, __u32 a,
+				  __u32 b, __u64 *va, __u64 *vb)
+{
+	__u32 lo = a < b ? a : b, len = (a < b ? b - a : a - b) + 8;
+
+	if (len > PW_PAIR_SPAN)
+		return pw_read(r, va, 8, obj + a) || pw_read(r, vb, 8, obj + b) ? -1 : 0;
+	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
+	if (pw_read(r, s->pair, len, obj + lo))
+		return -1;
+	*va = PW_LOAD(__u64, s->pair, (a - lo) & (PW_PAIR_SPAN - 1));
+	*vb = PW_LOAD(__u64, s->pair, (b - lo) & (PW_PAIR_SPAN - 1));
+	return 0;
+}
+
 /* Moves the walk to task, which a pool worker's item wakes when done, if task awaits
  * that item's asyncio future fut now (its fut_waiter): 0. Else the item is no task's
  * any more (cancelled, timed out, abandoned: SAMPLE_WORK_STALE), 1. */
@@ -1035,7 +1144,11 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 	const struct py_proc *p = w->p;
 	__u64 *v = w->s->work_read;
 
-	if (!task || pw_read(w->r, &v[1], 8, task + p->async.task_fut_waiter) || v[1] != fut) {
+	/* v[1]: its fut_waiter, v[0]: its coroutine */
+	if (!task ||
+	    pw_read_pair(w->r, w->s, task, p->async.task_fut_waiter, p->async.task_coro, &v[1],
+			 &v[0]) ||
+	    v[1] != fut) {
 		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
 	}
@@ -1044,7 +1157,7 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 		w->smp->hdr.flags |= SAMPLE_WORK_UNSEEN;
 		return 1;
 	}
-	if (pw_read(w->r, &v[0], 8, task + p->async.task_coro) || !v[0])
+	if (!v[0])
 		return 1;
 	w->cur = task;
 	w->cur_coro = v[0];
@@ -1089,11 +1202,13 @@ static PW_NOINLINE int pw_anyio_link(struct pw_tasks *w)
 }
 
 /* The first item of a list into *v, 0; -1 when it is empty. */
-static PW_INLINE int pw_list_first(struct pw_reader *r, const struct py_work *k, __u64 list,
-				   __u64 *v)
+static PW_INLINE int pw_list_first(struct pw_reader *r, struct pw_scratch *s,
+				   const struct py_work *k, __u64 list, __u64 *v)
 {
-	if (!list || pw_read(r, v, 8, list + k->list_size) || (__s64)*v < 1 ||
-	    pw_read(r, v, 8, list + k->list_items) || !*v || pw_read(r, v, 8, *v) || !*v)
+	__u64 size = 0;
+
+	if (!list || pw_read_pair(r, s, list, k->list_size, k->list_items, &size, v) ||
+	    (__s64)size < 1 || !*v || pw_read(r, v, 8, *v) || !*v)
 		return -1;
 	return 0;
 }
@@ -1119,21 +1234,22 @@ static PW_NOINLINE int pw_pool_link(struct pw_tasks *w)
 	    pw_attr(r, v[1], &k->done_callbacks, &v[2]))
 		return 1;
 	/* no done-callback, or not wrap_future's: no asyncio future stands for the item */
-	if (pw_list_first(r, k, v[2], &v[0]) || pw_read(r, &v[1], 8, v[0] + k->func_code) ||
-	    v[1] != k->set_state_code) {
+	if (pw_list_first(r, w->s, k, v[2], &v[0]) ||
+	    pw_read_pair(r, w->s, v[0], k->func_code, k->func_closure, &v[3], &v[1]) ||
+	    v[3] != k->set_state_code) {
 		w->smp->hdr.flags |= SAMPLE_WORK_NO_FUTURE;
 		return 1;
 	}
 	/* the closure's destination cell */
-	if (pw_read(r, &v[1], 8, v[0] + k->func_closure) || !v[1] ||
-	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) || !v[2] ||
-	    pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
+	if (!v[1] || pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) ||
+	    !v[2] || pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
 		return 1;
 	fut = v[3];
 	/* the wakeup, a (callback, context) tuple in fut_callbacks, and its task */
 	if (pw_read(r, &v[0], 8, fut + p->async.fut_callbacks) ||
-	    pw_list_first(r, k, v[0], &v[1]) || pw_read(r, &v[2], 8, v[1] + p->async.tuple_items) ||
-	    !v[2] || pw_read(r, &v[2], 8, v[2] + p->async.wakeup_task)) {
+	    pw_list_first(r, w->s, k, v[0], &v[1]) ||
+	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items) || !v[2] ||
+	    pw_read(r, &v[2], 8, v[2] + p->async.wakeup_task)) {
 		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
 	}

@@ -51,10 +51,19 @@ __u32 tasks_pending;
 
 #define HEAD_MAX 128
 
+/* A listed task's state, fut_waiter and coroutine, in one read: they lie within 100 bytes
+ * of each other in the task object, and each read of another process's memory costs
+ * about a microsecond here. */
+struct task_head {
+	__s32 state;
+	__u64 waiter, coro;
+};
+
 struct scratch {
 	struct wall_sample w;
 	struct pw_scratch pw;
 	__u8 head[HEAD_MAX]; /* a listed task's fields, fut_state to task_coro */
+	struct task_head h;  /* off the stack: 6.1 allows 512 bytes for the calls together */
 };
 
 struct {
@@ -119,7 +128,7 @@ static __always_inline void emit(struct scratch *sc)
 }
 
 /* Is the generator executing now (a task running on some thread)? */
-static __always_inline int gen_executing(struct pw_reader *r, const struct py_proc *p, __u64 gen)
+static __noinline int gen_executing(struct pw_reader *r, const struct py_proc *p, __u64 gen)
 {
 	const struct py_layout *l = &p->layout;
 	const struct py_async_layout *a = &p->async;
@@ -161,14 +170,6 @@ static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, 
 		return 0;
 	return v[1] == k->pending_state;
 }
-
-/* A listed task's state, fut_waiter and coroutine, in one read: they lie within 100 bytes
- * of each other in the task object, and each read of another process's memory costs
- * about a microsecond here. */
-struct task_head {
-	__s32 state;
-	__u64 waiter, coro;
-};
 
 static __always_inline int read_head(struct pw_reader *r, const struct py_proc *p, __u64 task,
 				     __u8 *buf, struct task_head *h)
@@ -224,7 +225,7 @@ static long suspended_step(__u32 i, void *ctx)
 	struct scratch *sc = x->sc;
 	struct wall_task *wt;
 	struct pw_tasks w = { .r = x->r, .p = x->p, .pid = x->pid, .own = 1 };
-	struct task_head h;
+	struct task_head *h = &sc->h;
 	__u64 k = i, sn = 0;
 
 	if (i >= ntasks || i >= WALL_MAX_TASKS)
@@ -234,12 +235,12 @@ static long suspended_step(__u32 i, void *ctx)
 	wt = &tasks[k];
 	/* as pw_task_alive, with the task's fields read at once */
 	if ((wt->serial && (pw_task_serial(x->pid, wt->task, &sn) || sn != wt->serial)) ||
-	    read_head(x->r, x->p, wt->task, sc->head, &h) || h.coro != wt->coro) {
+	    read_head(x->r, x->p, wt->task, sc->head, h) || h->coro != wt->coro) {
 		stat_inc(WSTAT_TASK_GONE);
 		return 0;
 	}
 	/* a finished task that something still references is not waiting */
-	if (h.state != 0) {
+	if (h->state != 0) {
 		stat_inc(WSTAT_TASK_DONE);
 		return 0;
 	}
@@ -247,7 +248,7 @@ static long suspended_step(__u32 i, void *ctx)
 		stat_inc(WSTAT_TASK_ACTIVE);
 		return 0;
 	}
-	if (awaits_task(x->r, x->p, x->pid, h.waiter, sc->pw.work_read)) {
+	if (awaits_task(x->r, x->p, x->pid, h->waiter, sc->pw.work_read)) {
 		stat_inc(WSTAT_TASK_AWAITS);
 		return 0;
 	}

@@ -149,19 +149,20 @@ static __noinline int gen_executing(struct pw_reader *r, const struct py_proc *p
 }
 
 /* Does the suspended task await a thread pool's job still queued? Proven as the pool link
- * is, each object held by the one before: the future the task awaits (fut_waiter), the
- * callback wrap_future put first on it (its code checked), the concurrent future in that
- * callback's closure, whose _state is the 'PENDING' str until a worker takes the job. A
- * function of its own: the task loop's frame has no room for these reads. */
-static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, __u64 task,
+ * is, each object held by the one before: the future the task awaits (its fut_waiter,
+ * read with the task's head), the callback wrap_future put first on it (its code
+ * checked), the concurrent future in that callback's closure, whose _state is the
+ * 'PENDING' str until a worker takes the job. A function of its own: the task loop's
+ * frame has no room for these reads. */
+static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, __u64 waiter,
 				  __u64 *v)
 {
 	const struct py_work *k = &p->work;
 
 	if (!k->check_cancel_code || !k->pending_state)
 		return 0;
-	if (pw_read(r, &v[0], 8, task + p->async.task_fut_waiter) || !v[0] ||
-	    pw_read(r, &v[1], 8, v[0] + p->async.fut_callback0) || !v[1] ||
+	v[0] = waiter;
+	if (!v[0] || pw_read(r, &v[1], 8, v[0] + p->async.fut_callback0) || !v[1] ||
 	    pw_read(r, &v[2], 8, v[1] + k->func_code) || v[2] != k->check_cancel_code ||
 	    pw_read(r, &v[2], 8, v[1] + k->func_closure) || !v[2] ||
 	    pw_read(r, &v[3], 8, v[2] + p->async.tuple_items + 8 * (__u64)k->check_cell) || !v[3] ||
@@ -269,7 +270,7 @@ static long suspended_step(__u32 i, void *ctx)
 	 * through the task walk, and its states multiply past the limit */
 	w.used = *(volatile __u32 *)&sc->w.s.hdr.nframes;
 	walk_chain(&w, sc);
-	if (task_queued(x->r, x->p, wt->task, sc->pw.work_read)) {
+	if (task_queued(x->r, x->p, h->waiter, sc->pw.work_read)) {
 		sc->w.s.hdr.flags |= SAMPLE_QUEUED;
 		stat_inc(WSTAT_QUEUED);
 	}

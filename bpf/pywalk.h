@@ -163,6 +163,9 @@ struct pw_scratch {
 	 * walk's cycle check (Brent's), off the stack: the frame at step 2^k - 1, the steps
 	 * since, 2^k */
 	__u32 not_code;
+	/* pw_coro_step saw frame record 0 be an executing generator's: a listed task's walk
+	 * (wall mode) found it running, without a read of its own. Its reader clears it. */
+	__u32 first_running;
 	__u64 mark;
 	__u32 steps, lap;
 };
@@ -731,6 +734,9 @@ static long pw_coro_step(__u32 i, void *ctx)
 	code = pw_untag(l, PW_LOAD(__u64, fb, PW_OFF(l->frame_code)));
 	w->out[n].code = code;
 	w->out[n].instr = pw_instr(l, fb, code);
+	/* a suspended-task walk starts at record 0 (see pw_scratch.first_running) */
+	if (!n && state == executing)
+		s->first_running = 1;
 	yf = state == executing ? 0
 				: pw_yield_from(w->r, p, frame, state, fb, win, gen, s->genlen,
 						win && type && type == p->coro_type);

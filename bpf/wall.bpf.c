@@ -127,27 +127,6 @@ static __always_inline void emit(struct scratch *sc)
 		stat_inc(WSTAT_LOST);
 }
 
-/* Is the generator executing now (a task running on some thread)? */
-static __noinline int gen_executing(struct pw_reader *r, const struct py_proc *p, __u64 gen)
-{
-	const struct py_layout *l = &p->layout;
-	const struct py_async_layout *a = &p->async;
-	__u64 frame = 0, stack = 0;
-	__s32 lasti = -1;
-	__s8 state = -1;
-
-	if (l->frame_kind != PY_FRAMES_OBJECT)
-		return !pw_read(r, &state, 1, gen + a->gen_frame_state) &&
-		       state == a->gen_executing;
-	if (pw_read(r, &frame, 8, gen + a->gen_frame) || !frame)
-		return 0;
-	if (a->frame_state)
-		return !pw_read(r, &state, 1, frame + a->frame_state) && state == a->gen_executing;
-	/* 3.8-3.9: no value stack while running */
-	return !pw_read(r, &stack, 8, frame + a->frame_stack) && !stack &&
-	       !pw_read(r, &lasti, 4, frame + l->frame_lasti) && lasti >= 0;
-}
-
 /* Does the suspended task await a thread pool's job still queued? Proven as the pool link
  * is, each object held by the one before: the future the task awaits (its fut_waiter,
  * read with the task's head), the callback wrap_future put first on it (its code
@@ -245,10 +224,6 @@ static long suspended_step(__u32 i, void *ctx)
 		stat_inc(WSTAT_TASK_DONE);
 		return 0;
 	}
-	if (gen_executing(x->r, x->p, wt->coro)) {
-		stat_inc(WSTAT_TASK_ACTIVE);
-		return 0;
-	}
 	if (awaits_task(x->r, x->p, x->pid, h->waiter, sc->pw.work_read)) {
 		stat_inc(WSTAT_TASK_AWAITS);
 		return 0;
@@ -269,7 +244,13 @@ static long suspended_step(__u32 i, void *ctx)
 	/* from memory, as in thread_tasks: a known 0 lets the verifier track the frame count
 	 * through the task walk, and its states multiply past the limit */
 	w.used = *(volatile __u32 *)&sc->w.s.hdr.nframes;
+	sc->pw.first_running = 0;
 	walk_chain(&w, sc);
+	/* running now: its thread's sample shows it */
+	if (sc->pw.first_running) {
+		stat_inc(WSTAT_TASK_ACTIVE);
+		return 0;
+	}
 	if (task_queued(x->r, x->p, h->waiter, sc->pw.work_read)) {
 		sc->w.s.hdr.flags |= SAMPLE_QUEUED;
 		stat_inc(WSTAT_QUEUED);

@@ -166,6 +166,9 @@ struct pw_scratch {
 	/* pw_coro_step saw frame record 0 be an executing generator's: a listed task's walk
 	 * (wall mode) found it running, without a read of its own. Its reader clears it. */
 	__u32 first_running;
+	/* the first awaited object a walk read whole (cb0_of, 0 if none; its reader clears
+	 * it) and the word at its fut_callback0: a listed task's future's first callback */
+	__u64 cb0_of, cb0;
 	__u64 mark;
 	__u32 steps, lap;
 };
@@ -691,6 +694,16 @@ static long pw_coro_step(__u32 i, void *ctx)
 	    (!win ||
 	     ((type = PW_LOAD(__u64, win, l->object_type & (PW_WIDE - 1))) != p->coro_type &&
 	      type != p->gen_type))) {
+		/* an object that delegates to no generator (a future): its type, and its
+		 * first callback for task_queued, came with the window */
+		if (win && type != p->asend_type && type != p->corowrapper_type) {
+			w->awaited = gen;
+			if (!s->cb0_of && (__u32)a->fut_callback0 + 8 <= s->genlen) {
+				s->cb0_of = gen;
+				s->cb0 = PW_LOAD(__u64, win, a->fut_callback0 & (PW_WIDE - 1));
+			}
+			return 1;
+		}
 		gen = pw_yf_target(w->r, p, gen, &w->awaited);
 		if (!gen)
 			return 1;

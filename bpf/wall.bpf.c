@@ -134,15 +134,19 @@ static __always_inline void emit(struct scratch *sc)
  * 'PENDING' str until a worker takes the job. A function of its own: the task loop's
  * frame has no room for these reads. */
 static __noinline int task_queued(struct pw_reader *r, const struct py_proc *p, __u64 waiter,
-				  __u64 *v)
+				  __u64 *v, const struct pw_scratch *s)
 {
 	const struct py_work *k = &p->work;
 
-	if (!k->check_cancel_code || !k->pending_state)
+	if (!k->check_cancel_code || !k->pending_state || !waiter)
 		return 0;
 	v[0] = waiter;
-	if (!v[0] || pw_read(r, &v[1], 8, v[0] + p->async.fut_callback0) || !v[1] ||
-	    pw_read(r, &v[2], 8, v[1] + k->func_code) || v[2] != k->check_cancel_code ||
+	/* the first callback as the task's walk read it with the future, else read now */
+	if (s->cb0_of == waiter)
+		v[1] = s->cb0;
+	else if (pw_read(r, &v[1], 8, v[0] + p->async.fut_callback0))
+		return 0;
+	if (!v[1] || pw_read(r, &v[2], 8, v[1] + k->func_code) || v[2] != k->check_cancel_code ||
 	    pw_read(r, &v[2], 8, v[1] + k->func_closure) || !v[2] ||
 	    pw_read(r, &v[3], 8, v[2] + p->async.tuple_items + 8 * (__u64)k->check_cell) || !v[3] ||
 	    pw_read(r, &v[0], 8, v[3] + k->cell_ref) || !v[0] ||
@@ -245,13 +249,14 @@ static long suspended_step(__u32 i, void *ctx)
 	 * through the task walk, and its states multiply past the limit */
 	w.used = *(volatile __u32 *)&sc->w.s.hdr.nframes;
 	sc->pw.first_running = 0;
+	sc->pw.cb0_of = 0;
 	walk_chain(&w, sc);
 	/* running now: its thread's sample shows it */
 	if (sc->pw.first_running) {
 		stat_inc(WSTAT_TASK_ACTIVE);
 		return 0;
 	}
-	if (task_queued(x->r, x->p, h->waiter, sc->pw.work_read)) {
+	if (task_queued(x->r, x->p, h->waiter, sc->pw.work_read, &sc->pw)) {
 		sc->w.s.hdr.flags |= SAMPLE_QUEUED;
 		stat_inc(WSTAT_QUEUED);
 	}

@@ -30,6 +30,7 @@ ASYNCBPF_SVC_SECONDS (default 60) sets the time under load, ASYNCBPF_SVC_WALL_SE
 (default 20) the wall-mode recording's.
 """
 import json
+import math
 import os
 import re
 import signal
@@ -47,6 +48,7 @@ from services import Postgres, Redis, wrk_binary, wrk_finish, wrk_start
 LOAD_SECONDS = int(os.environ.get("ASYNCBPF_SVC_SECONDS") or 60)
 WALL_SECONDS = int(os.environ.get("ASYNCBPF_SVC_WALL_SECONDS") or 20)
 WALL_TOLERANCE = 0.15  # relative, an endpoint's wall-mode task-seconds against its calls
+WALL_TICK = 0.01  # s, wall mode's default tick (100 Hz)
 FREQ = 199
 GROUPED_SLACK = 0.02
 # known, open cases that xfail when they stay this rare (see their tests)
@@ -730,8 +732,9 @@ def test_wall_request_time(run):
     request's frame in a task's own frames) are within 15% of the request tasks' lives as
     the workload timed them (from just before each was created to the end of the app's
     code in it, taken in the task: a done callback runs late on a busy loop); the timed
-    route's endpoint's likewise, against its calls, and of its time the endpoint's
-    database call holds the largest share."""
+    route's endpoint's likewise, against its calls (within three sigmas of the ticks'
+    sampling where that is wider: a route's calls are a few hundred ticks' worth), and
+    of its time the endpoint's database call holds the largest share."""
     route, endpoint, site = run.svc.timed
     assert run.wall_rc == 0, "wall-mode asyncbpf-record exited %s: %s" % (
         run.wall_rc, run.wall_err[-3000:])
@@ -750,9 +753,14 @@ def test_wall_request_time(run):
     print(stats)
     for key, frame, want, calls, got, sites in checks:
         assert calls > 50, "%d calls of %s in the wall window" % (calls, key)
-        assert abs(got - want) <= WALL_TOLERANCE * want, (
-            "%s: %.3f task-seconds under %s in wall mode, the calls took %.3f s (%d calls); "
-            "by call site: %s\n%s" % (key, got, frame, want, calls, sites[:6], stats))
+        # a call of d seconds is seen at a tick with chance d / WALL_TICK, each sample
+        # standing for a tick: the sum's relative sigma is at most sqrt(WALL_TICK / want),
+        # 8% for a route's 1.4 s in the window (15% failed 1 run in ~15 by chance alone)
+        tol = max(WALL_TOLERANCE, 3 * math.sqrt(WALL_TICK / want))
+        assert abs(got - want) <= tol * want, (
+            "%s: %.3f task-seconds under %s in wall mode, the calls took %.3f s (%d calls; "
+            "%.0f%% allowed); by call site: %s\n%s" % (
+                key, got, frame, want, calls, 100 * tol, sites[:6], stats))
     sites = checks[1][5]
     assert sites and sites[0][0] == site, (
         "%s: the largest share under %s is %s, not the database call %s: %s" % (

@@ -169,9 +169,6 @@ struct pw_scratch {
 	/* the first awaited object a walk read whole (cb0_of, 0 if none; its reader clears
 	 * it) and the word at its fut_callback0: a listed task's future's first callback */
 	__u64 cb0_of, cb0;
-	/* a task's name pointer read with its other fields (name_of the task, 0 if none; the
-	 * next name copy takes and clears it), and the coroutine read with it */
-	__u64 name_of, name_ptr, alive_coro;
 	__u64 mark;
 	__u32 steps, lap;
 };
@@ -183,7 +180,6 @@ static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
 	 * the last sample's pool frame on this CPU as its own: the link would follow it */
 	s->work_frame = 0;
 	s->ngens = 0;
-	s->name_of = 0;
 	for (__u32 i = 0; i < PW_CODE_SLOTS; i++)
 		s->code_addr[i] = 0;
 }
@@ -839,20 +835,20 @@ static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 
 #endif
 
 static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p, __u32 pid,
-				    __u64 task, __u64 serial, __u64 name, __u32 *kind, char *buf)
+				    __u64 task, __u64 serial, __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
 	/* few locals: this runs in the task loop's frame, which 5.10 and 6.1 limit with the
 	 * program's to 512 bytes. v is type, state, length and size in turn; w the width of
 	 * a character, 0 for ASCII */
-	__u64 v = 0;
+	__u64 name = 0, v = 0;
 	__u32 w;
 #ifdef PW_NAME_CACHE
 	struct name_ent *c;
 #endif
 
 	*kind = NAME_NONE;
-	if (!name && (pw_read(r, &name, 8, task + p->async.task_name) || !name))
+	if (pw_read(r, &name, 8, task + p->async.task_name) || !name)
 		return name;
 #ifdef PW_NAME_CACHE
 	if (serial && pw_name_cached(r, pid, task, serial, name, kind, buf))
@@ -927,41 +923,6 @@ static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
 	if (pw_read(r, &now, 8, addr + p->async.task_coro))
 		return -1;
 	return now == coro;
-}
-
-/* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
- * of the span between them where it is short, else one each. Both are needed, so the
- * span, inside the object and no longer than a page, fails only where one of the two
- * narrow reads would. 0 on success. */
-static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u64 obj, __u32 a,
-				  __u32 b, __u64 *va, __u64 *vb)
-{
-	__u32 lo = a < b ? a : b, len = (a < b ? b - a : a - b) + 8;
-
-	if (len > PW_PAIR_SPAN)
-		return pw_read(r, va, 8, obj + a) || pw_read(r, vb, 8, obj + b) ? -1 : 0;
-	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
-	if (pw_read(r, s->pair, len, obj + lo))
-		return -1;
-	*va = PW_LOAD(__u64, s->pair, (a - lo) & (PW_PAIR_SPAN - 1));
-	*vb = PW_LOAD(__u64, s->pair, (b - lo) & (PW_PAIR_SPAN - 1));
-	return 0;
-}
-
-/* pw_task_alive, with the task's name pointer read in the same read for its name copy */
-static PW_INLINE int pw_task_alive_named(struct pw_reader *r, struct pw_scratch *s,
-					 const struct py_proc *p, __u32 pid, __u64 addr, __u64 coro,
-					 __u64 serial)
-{
-	__u64 sn = 0;
-
-	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
-		return 0;
-	if (pw_read_pair(r, s, addr, p->async.task_coro, p->async.task_name, &s->alive_coro,
-			 &s->name_ptr))
-		return -1;
-	s->name_of = s->alive_coro == coro && s->name_ptr ? addr : 0;
-	return s->alive_coro == coro;
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
@@ -1048,12 +1009,8 @@ static PW_NOINLINE int pw_task_name(struct pw_tasks *w)
 {
 	struct task_rec *t = &w->smp->tasks[(w->n - 1) & (MAX_TASKS - 1)];
 
-	struct pw_scratch *s = w->s;
-	__u64 name = s->name_of == w->cur ? s->name_ptr : 0;
-
-	s->name_of = 0;
-	t->name_obj = pw_copy_name(w->r, w->p, w->pid, w->cur, w->cur_serial, name, &t->name_kind,
-				   t->name);
+	t->name_obj =
+		pw_copy_name(w->r, w->p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
 	return 0;
 }
 
@@ -1078,7 +1035,7 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 	w->cur_coro = link->parent_coro;
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
-	alive = pw_task_alive_named(w->r, w->s, p, w->pid, w->cur, w->cur_coro, w->cur_serial);
+	alive = pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial);
 	/* a creator that awaits the task now (aiohttp's connection task its request) is drawn
 	 * as an awaiter, as it is once a snapshot has seen it */
 	if (alive > 0 && link->kind == LINK_ORIGIN &&
@@ -1176,6 +1133,25 @@ static PW_INLINE int pw_attr(struct pw_reader *r, __u64 obj, const struct py_att
 	}
 	if (!base || pw_read(r, v, 8, base + a->slot) || !*v)
 		return -1;
+	return 0;
+}
+
+/* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
+ * of the span between them where it is short, else one each. Both are needed, so the
+ * span, inside the object and no longer than a page, fails only where one of the two
+ * narrow reads would. 0 on success. */
+static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u64 obj, __u32 a,
+				  __u32 b, __u64 *va, __u64 *vb)
+{
+	__u32 lo = a < b ? a : b, len = (a < b ? b - a : a - b) + 8;
+
+	if (len > PW_PAIR_SPAN)
+		return pw_read(r, va, 8, obj + a) || pw_read(r, vb, 8, obj + b) ? -1 : 0;
+	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
+	if (pw_read(r, s->pair, len, obj + lo))
+		return -1;
+	*va = PW_LOAD(__u64, s->pair, (a - lo) & (PW_PAIR_SPAN - 1));
+	*vb = PW_LOAD(__u64, s->pair, (b - lo) & (PW_PAIR_SPAN - 1));
 	return 0;
 }
 

@@ -51,12 +51,12 @@ __u32 tasks_pending;
 
 #define HEAD_MAX 128
 
-/* A listed task's state, fut_waiter, coroutine and name, in one read: they lie within 128
- * bytes of each other in the task object, and each read of another process's memory costs
+/* A listed task's state, fut_waiter and coroutine, in one read: they lie within 100 bytes
+ * of each other in the task object, and each read of another process's memory costs
  * about a microsecond here. */
 struct task_head {
 	__s32 state;
-	__u64 waiter, coro, name; /* name: 0 where it lies out of the read */
+	__u64 waiter, coro;
 };
 
 struct scratch {
@@ -160,17 +160,11 @@ static __always_inline int read_head(struct pw_reader *r, const struct py_proc *
 {
 	const struct py_async_layout *a = &p->async;
 	__u32 len = a->task_coro + 8 - a->fut_state;
-	__u64 w = a->task_fut_waiter - a->fut_state, c = a->task_coro - a->fut_state,
-	      nm = a->task_name - a->fut_state;
+	__u64 w = a->task_fut_waiter - a->fut_state, c = a->task_coro - a->fut_state;
 
 	if (len > HEAD_MAX || w > HEAD_MAX - 8 || c > HEAD_MAX - 8 || a->task_coro < a->fut_state ||
 	    a->task_fut_waiter < a->fut_state)
 		return -1;
-	/* the name pointer too where it follows within the read's reach (3.8-3.15) */
-	if (a->task_name > a->task_coro && nm < HEAD_MAX - 8)
-		len = nm + 8;
-	else
-		nm = 0;
 	asm volatile("%0 &= 0x7f" : "+r"(len));
 	if (!len || pw_read(r, buf, len, task + a->fut_state))
 		return -1;
@@ -181,8 +175,6 @@ static __always_inline int read_head(struct pw_reader *r, const struct py_proc *
 	h->state = *(__s32 *)buf;
 	h->waiter = *(__u64 *)(buf + w);
 	h->coro = *(__u64 *)(buf + c);
-	asm volatile("%0 &= 0x7f" : "+r"(nm));
-	h->name = nm && nm <= HEAD_MAX - 8 ? *(__u64 *)(buf + nm) : 0;
 	return 0;
 }
 
@@ -258,8 +250,6 @@ static long suspended_step(__u32 i, void *ctx)
 	w.used = *(volatile __u32 *)&sc->w.s.hdr.nframes;
 	sc->pw.first_running = 0;
 	sc->pw.cb0_of = 0;
-	sc->pw.name_of = h->name ? wt->task : 0;
-	sc->pw.name_ptr = h->name;
 	walk_chain(&w, sc);
 	/* running now: its thread's sample shows it */
 	if (sc->pw.first_running) {

@@ -30,9 +30,9 @@ def recorded(root_record_bin):
                                            timeout=60, stdin=True) for i in interps])
         def go(rec):
             # the awaiter's time runs from when the recorder's snapshots hold both awaits
-            # (orphan and orphan-2 each linked to its awaiter), however long loading and
+            # (each orphan linked to its awaiter), however long loading and
             # examining eleven processes took
-            wait_links(rec, {w.pid: 2 for w in loads})
+            wait_links(rec, {w.pid: 3 for w in loads})
             for w in loads:
                 w.send("go")
         r = record_checked(root_record_bin, "-p", ",".join(str(w.pid) for w in loads),
@@ -55,8 +55,10 @@ def orphan_paths(r, w, child="orphan"):
     return out
 
 
-@pytest.mark.parametrize("pair", [("awaiter", "orphan"), (LONG_AWAITER, "orphan-2")],
-                         ids=["short", "long"])
+# orphan-3's awaiter has asyncio's automatic name: shown, gone, by its coroutine's qualname
+@pytest.mark.parametrize("pair", [("awaiter", "orphan"), (LONG_AWAITER, "orphan-2"),
+                                  ("awaiter", "orphan-3")],
+                         ids=["short", "long", "automatic"])
 @pytest.mark.parametrize("python", interp_params())
 def test_ended_awaiter_named(recorded, python, pair):
     """Named in front of its orphan, also when its name is too long for a link (the

@@ -58,6 +58,7 @@ MAX_STACKS = 3
 UNDER_SHARE = 0.95
 CUT = "…"
 NAME_MAX = 255
+UNKNOWN_GROUP = "[unknown]"  # the group of a Task-N that no frame shows
 
 
 class Service:
@@ -408,6 +409,9 @@ def _name_verdict(name, segment, truth, task_coroutines):
     if (next_frame is None or Stack.task(next_frame) is not None) and (
             name in task_coroutines or name in set(truth["auto_names"].values())):
         return None  # a task with no frames here (an ended creator): its group name
+    if name == UNKNOWN_GROUP and (next_frame is None or next_frame == "[unknown]" or
+                                  Stack.task(next_frame) is not None):
+        return None  # a Task-N no readable frame here shows the group of, never seen before
     head = name[:-len(CUT)] if name.endswith(CUT) else None
     longer = [g for g in given if len(g) > NAME_MAX and head is not None and g.startswith(head)]
     if longer and NAME_MAX - 1 <= len(head) <= NAME_MAX:
@@ -428,6 +432,8 @@ def _name_verdict(name, segment, truth, task_coroutines):
         return AUTO_WHY + want
     if name == "?":
         return "'?': the name was not read" + want
+    if name == UNKNOWN_GROUP:
+        return "an unknown group shown for a task whose frames show its coroutine" + want
     kept = head if head is not None else name
     cut = [g for g in given | set(truth["auto_names"]) if len(g) > len(kept) and g.startswith(kept)]
     if cut:
@@ -442,6 +448,12 @@ def _name_verdict(name, segment, truth, task_coroutines):
 def test_task_names(run):
     """Every `<task X>` is a name the workload gave (whole up to 255 characters, cut with
     "…" beyond), one a library gave, or the task's group name: its coroutine's qualname."""
+    unknown = sum(s.count for s in run.mine
+                  if any(Stack.task(f) == UNKNOWN_GROUP for f in s.frames))
+    m = re.search(r"^automatic task names of no known group: (\d+)", run.rec_err, re.M)
+    assert m and int(m.group(1)) >= unknown, (
+        "%d samples show <task %s>, --stats counts %s" % (
+            unknown, UNKNOWN_GROUP, m.group(1) if m else "no such line") + run.describe())
     coros = set(run.truth["task_coroutines"])
     for s in run.mine:
         for i, f in enumerate(s.frames):

@@ -2,7 +2,7 @@
 SECONDS (argument, default 4) after a line arrives on stdin, it is cancelled and returns,
 while "orphan" goes on burning CPU. Prints READY once both run; the awaiter waits for the
 orphan from then on. "orphan-2" and an awaiter with a long, non-ASCII name (LONG_AWAITER)
-do the same."""
+do the same, and "orphan-3" with an awaiter given no name (asyncio's Task-N)."""
 import asyncio
 import sys
 import threading
@@ -47,8 +47,10 @@ async def main(seconds):
     # the same with an awaiter whose name is too long for a link to carry
     child2 = loop.create_task(orphan(), name="orphan-2")
     waiter2 = loop.create_task(awaiter(child2), name=LONG_AWAITER)
+    child3 = loop.create_task(orphan(), name="orphan-3")
+    waiter3 = loop.create_task(awaiter(child3))
     await asyncio.sleep(0)
-    threading.Thread(target=end_after_line, args=(loop, (waiter, waiter2), seconds),
+    threading.Thread(target=end_after_line, args=(loop, (waiter, waiter2, waiter3), seconds),
                      daemon=True).start()
     print("READY", flush=True)
     await asyncio.sleep(3600)

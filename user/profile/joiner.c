@@ -177,6 +177,30 @@ static bool numbered(const char *name)
 
 #define GROUP_FRAMES 4 /* a task's outermost frames its automatic name may be from */
 
+/* A Task-N's group: the qualname of its coroutine, its outermost frame; learned per
+ * process (numbers are a process's own) for when the task shows no readable frame: an
+ * ended awaiter, recorded by name only, or a coroutine frame whose code is unknown.
+ * Never seen: "[unknown]", counted, as its name would be a stack of its own. */
+static const char *numbered_group(struct joiner *jn, struct target *tg, const char *name,
+				  const struct frame_rec *const *fr, uint32_t n)
+{
+	const struct py_code *c =
+		n ? symtab_code(jn->syms, &tg->t, FRAME_CODE(fr[0]), fr[0]->fp) : NULL;
+	char key[TASK_NAME_TEXT + 16];
+	const char *learned;
+
+	snprintf(key, sizeof(key), "%d %s", (int)tg->t.pid, name);
+	if (c && c->valid && c->qualname) {
+		autogroups_learn(jn->groups, key, c->qualname);
+		return c->qualname;
+	}
+	learned = autogroups_find(jn->groups, key);
+	if (learned)
+		return learned;
+	jn->groups_unknown++;
+	return "[unknown]";
+}
+
 /* The name a task is shown by: an automatic one (asyncio's Task-N; anyio's and
  * Starlette's module.qualname of the function the task runs, 3-4 frames down under anyio
  * 4's wrapper) becomes the qualname of what it runs, so that one route's requests are one
@@ -189,6 +213,8 @@ static const char *shown_name(struct joiner *jn, struct target *tg, const char *
 
 	if (jn->task_ids)
 		return name;
+	if (numbered(name))
+		return numbered_group(jn, tg, name, fr, n);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct py_code *c =
 			symtab_code(jn->syms, &tg->t, FRAME_CODE(fr[i]), fr[i]->fp);
@@ -196,8 +222,6 @@ static const char *shown_name(struct joiner *jn, struct target *tg, const char *
 
 		if (!c->valid || !c->qualname)
 			continue;
-		if (i == 0 && numbered(name))
-			return c->qualname;
 		q = strlen(c->qualname);
 		if (len > q + 1 && name[len - q - 1] == '.' &&
 		    !strcmp(name + len - q, c->qualname)) {

@@ -172,6 +172,10 @@ static void print_tasks(const struct recorder *rec, FILE *f)
 		"creation chains stopped: %llu (a task made by a task running the same "
 		"coroutine function: a server's next request)\n",
 		(unsigned long long)rec->jn.creation_cuts);
+	fprintf(f,
+		"automatic task names of no known group: %llu (shown as <task [unknown]>: no "
+		"readable frame of the Task-N showed its coroutine)\n",
+		(unsigned long long)rec->jn.groups_unknown);
 	unreadable = tasknames_unreadable(rec->jn.names, &gone, &copy);
 	fprintf(f,
 		"task names unreadable: %llu (shown as <task ?>: %llu copies replaced or "

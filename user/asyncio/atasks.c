@@ -330,6 +330,40 @@ static int walk_chain(const struct py_target *t, struct atask *k)
 	return 1;
 }
 
+/* Two walks in a row that agree (the frames' code objects, what the chain awaits, its
+ * flags), at most ATASK_WALK_TRIES: the target runs while it is read, and a chain read
+ * as a task's thread moves on can be torn (a frame freed and reused under the walk
+ * leads into another coroutine's). Never two alike: the last, marked SAMPLE_READ_ERR. */
+static int walk_stable(const struct py_target *t, struct atask *k)
+{
+	struct atask prev = { 0 };
+	int ret = walk_chain(t, k);
+
+	for (int i = 1; ret > 0 && i < ATASK_WALK_TRIES; i++) {
+		bool same;
+
+		free(prev.frames);
+		prev = *k;
+		k->frames = NULL;
+		k->nframes = k->frames_cut = 0;
+		if ((ret = walk_chain(t, k)) <= 0)
+			break;
+		same = prev.nframes == k->nframes && prev.frames_cut == k->frames_cut &&
+		       prev.flags == k->flags && prev.awaited == k->awaited;
+		for (uint32_t j = 0; same && j < k->nframes; j++)
+			same = prev.frames[j].code == k->frames[j].code &&
+			       prev.frames[j].fp == k->frames[j].fp;
+		if (same) {
+			free(prev.frames);
+			return ret;
+		}
+	}
+	free(prev.frames);
+	if (ret > 0)
+		k->flags |= SAMPLE_READ_ERR;
+	return ret;
+}
+
 /* Reads a task; 1 if it is pending and kept, 0 if done, <0 if unreadable. */
 static int read_task(const struct py_target *t, unsigned int what, struct atask *k)
 {
@@ -354,7 +388,7 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 	if (!k->name)
 		return -ENOMEM;
 	vmwalk_target(t->pid);
-	return walk_chain(t, k);
+	return walk_stable(t, k);
 }
 
 uint64_t atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name)

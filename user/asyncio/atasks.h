@@ -14,6 +14,7 @@
 /* frames of a task's coroutine chain kept; the rest are counted up to ATASK_WALK_MAX */
 #define ATASK_MAX_FRAMES (1u << 16)
 #define ATASK_WALK_MAX	 (1u << 20)
+#define ATASK_WALK_TRIES 4 /* walks of a chain until two agree */
 
 struct atask {
 	uint64_t addr;
@@ -25,7 +26,9 @@ struct atask {
 	/* frames of the chain past the ones kept, counted but not kept; with SAMPLE_TRUNCATED
 	 * in flags the chain went on past ATASK_WALK_MAX frames and this is a lower bound */
 	uint32_t frames_cut;
-	uint32_t flags;	   /* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk */
+	/* SAMPLE_TRUNCATED / SAMPLE_READ_ERR of the coroutine walk; SAMPLE_READ_ERR also when
+	 * no two walks agreed (the chain changed while read) */
+	uint32_t flags;
 	uint64_t *parents; /* tasks that await it (or, alone, its creator) */
 	uint32_t nparents, parents_cap;
 	int ended; /* not a task of the snapshot: a creator known from a link */

@@ -111,6 +111,9 @@ static size_t chain(struct tree *t, size_t node, const struct atask *k, const st
 			 k->flags & SAMPLE_TRUNCATED ? "at least " : "", k->frames_cut);
 		node = cor_node(t, node, cut);
 	}
+	if (node != SIZE_MAX && k->flags & SAMPLE_READ_ERR)
+		node = cor_node(t, node,
+				"[incomplete: a read failed or the chain changed while read]");
 	return node;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Boots a kernel fetched by fetch.py under qemu (software emulation, -accel tcg) with
+"""Boots a kernel fetched by fetch.py under qemu (software emulation, -accel tcg,thread=single) with
 the host's root shared read-only over 9p and runs one command inside (tests/kernels/
 init.sh): the initramfs holds Debian's busybox-static and the kernel's own 9p and virtio
 modules, built once per kernel next to it in the cache.
@@ -155,7 +155,12 @@ def boot(tree, results, argv, timeout=None):
         os.unlink(status)
     cmdline = ["console=ttyS0", "panic=-1", "loglevel=4", "asyncbpf.run=" + argv[0]]
     cmdline += ["asyncbpf.arg=" + a for a in argv[1:]]
-    qemu = ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "2048",
+    # thread=single: with a host thread per vCPU, a vCPU can run code another has just
+    # patched (the kernel's int3-then-write text poking, as a probe or tracepoint is
+    # enabled) from a stale translation and die on the int3 (trixie, Oops: int3 in
+    # __schedule during test_creation_probe); one thread for both vCPUs sees each write
+    qemu = ["qemu-system-x86_64", "-accel", "tcg,thread=single", "-cpu", "max", "-smp", "2",
+            "-m", "2048",
             "-nodefaults", "-no-reboot", "-display", "none", "-monitor", "none",
             "-serial", "file:" + os.path.join(results, "console.log"),
             "-kernel", files[0], "-initrd", initrd, "-append", " ".join(cmdline),

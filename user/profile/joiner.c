@@ -178,7 +178,8 @@ static bool numbered(const char *name)
 #define GROUP_FRAMES 4 /* a task's outermost frames its automatic name may be from */
 
 /* A Task-N's group: the qualname of its coroutine, its outermost frame; learned per
- * process (numbers are a process's own) for when the task shows no readable frame: an
+ * process (numbers are a process's own; its start time tells a reused pid apart) for
+ * when the task shows no readable frame: an
  * ended awaiter, recorded by name only, or a coroutine frame whose code is unknown.
  * Never seen: "[unknown]", counted, as its name would be a stack of its own. */
 static const char *numbered_group(struct joiner *jn, struct target *tg, const char *name,
@@ -186,10 +187,10 @@ static const char *numbered_group(struct joiner *jn, struct target *tg, const ch
 {
 	const struct py_code *c =
 		n ? symtab_code(jn->syms, &tg->t, FRAME_CODE(fr[0]), fr[0]->fp) : NULL;
-	char key[TASK_NAME_TEXT + 16];
+	char key[TASK_NAME_TEXT + 48];
 	const char *learned;
 
-	snprintf(key, sizeof(key), "%d %s", (int)tg->t.pid, name);
+	snprintf(key, sizeof(key), "%d %llu %s", (int)tg->t.pid, tg->t.start_time, name);
 	if (c && c->valid && c->qualname) {
 		autogroups_learn(jn->groups, key, c->qualname);
 		return c->qualname;

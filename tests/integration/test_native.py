@@ -1,16 +1,18 @@
 """--native (issue 15): native frames interleaved with Python frames and stacked stacks,
 on every interpreter of the suite, against a C chain built without frame pointers
 (tests/native/chain.c, called through ctypes), and against perf's own DWARF unwinder."""
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
-from helpers import (ANON_CODE, BUILD, NATIVE_ENDS, Frame, NativeFrame, TaskFrame, Workload,
-                     record_checked, show, total)
+from helpers import (ANON_CODE, BUILD, INTERPRETERS_AVAILABLE, NATIVE_ENDS, Frame, NativeFrame,
+                     TaskFrame, Workload, record_checked, show, total, wait_cpu)
 
 CHAIN = os.path.join(BUILD, "tests", "libchain.so")
 SHARE = 0.95
@@ -125,6 +127,40 @@ def test_dlopen(root_record_bin, interp, chain_lib, tmp_path):
     m = re.search(r"; module reads: (\d+) ", r.err)
     # one at the start, then one per copy sampled (LEAF_CPU covers about six)
     assert m and int(m.group(1)) >= 4, r.describe()
+
+
+def test_reused_range(root_record_bin, chain_lib, tmp_path):
+    """A library loaded where anonymous memory was when the recorder last read the maps
+    (ld.so's mmap gets the range just unmapped) is named: the interrupted pc lies in a
+    mapping of that read, but not an executable one, which is stale for a sample taken
+    after it. The maps are the process's, not the interpreter's: the newest one does."""
+    if not INTERPRETERS_AVAILABLE:
+        pytest.skip("no Python interpreter available (see the skipped interpreter tests)")
+    interp = max(INTERPRETERS_AVAILABLE, key=lambda i: i.version)
+    out = str(tmp_path / "reused.collapsed")
+    with Workload(interp.path, "native_chain.py", chain_lib, "reused", stdin=True) as w:
+        region, span = w.fact("region"), w.fact("span")
+
+        def go(rec):
+            # the recorder reads the maps at the first sample of the process it unwinds
+            wait_cpu([w.pid], 0.3, 30, "CPU time before the library is loaded")
+            time.sleep(0.5)
+            w.send("go")
+            base = json.loads(w.proc.stdout.readline())["base"]
+            assert region <= base < region + span, (
+                "the library was mapped at %#x, not in the range unmapped for it "
+                "(%#x, %d bytes): the case is not made" % (base, region, span))
+
+        r = record_checked(root_record_bin, "-p", w.pid, "--native", "--stats", output=out,
+                           pids=[w.pid], cpu=LEAF_CPU, ready=go)
+    unknown = [l for l in r.out.splitlines() if "[unknown native" in l]
+    assert not unknown, "%d stacks have a frame in no mapping:\n%s" % (
+        len(unknown), "\n".join(l[-300:] for l in unknown[:5]))
+    leaf = [s for s in r.of_pid(w.pid) if s.leaf == "c_leaf"]
+    assert total(leaf) >= MIN_LEAF, "only %d samples end in c_leaf" % total(leaf) + r.describe()
+    share, bad = exact_share(leaf, ["<module>", "hot_reused"] + C_CHAIN)
+    assert share >= SHARE, ("%.1f%% of c_leaf's samples show the chain" % (100 * share)
+                            + show(bad, header="others") + r.describe())
 
 
 def test_task(root_record_bin, interp, chain_lib, tmp_path):

@@ -28,6 +28,7 @@ struct nproc {
 	pid_t pid;
 	Dwfl *dwfl;
 	double reported;      /* when its modules were last read from /proc/PID/maps */
+	uint64_t read_ns;     /* the same, CLOCK_MONOTONIC ns as samples' time_ns */
 	struct procmaps maps; /* as then read */
 	struct pc_name_ent *names;
 	size_t nnames, cap;
@@ -201,6 +202,7 @@ static int report(struct unwinder *u, struct nproc *p)
 	procmaps_free(&p->maps);
 	p->neval = -1;
 	p->reported = mono_s();
+	p->read_ns = mono_ns();
 	u->st.reports++;
 	rc = procmaps_read(p->pid, &m);
 	if (rc)
@@ -229,6 +231,7 @@ static int report(struct unwinder *u, struct nproc *p)
 static int refresh(struct unwinder *u, struct nproc *p)
 {
 	struct procmaps m;
+	uint64_t read_ns = mono_ns();
 	int rc = procmaps_read(p->pid, &m);
 
 	if (rc)
@@ -244,6 +247,7 @@ static int refresh(struct unwinder *u, struct nproc *p)
 	}
 	u->st.reports++;
 	p->reported = mono_s();
+	p->read_ns = read_ns;
 	dwfl_report_begin_add(p->dwfl);
 	report_maps(p->dwfl, p->pid, &m, &p->maps);
 	if (dwfl_report_end(p->dwfl, NULL, NULL)) {
@@ -630,18 +634,23 @@ static int walk_from_stub(struct unwinder *u, struct nproc *p, struct walk *w, e
 	return 0;
 }
 
-/* Whether a pc of the walk in no module lies outside every mapping last read (and was
- * not named before: a pc that no mapping holds, even read again, is named once). */
-static bool unmapped_pc(struct nproc *p, const struct walk *w)
+/* Whether a pc of the walk in no module lies outside the executable mappings last read,
+ * if the sample was taken after that read. A pc that none holds is named once, since a
+ * return address in data is an unwinding gone wrong; but the interrupted pc ran, so its
+ * code was mapped: a name made before is stale (ld.so reserves a library's range
+ * PROT_NONE before it maps the file there). */
+static bool unmapped_pc(struct nproc *p, const struct walk *w, uint64_t time_ns)
 {
+	if (time_ns <= p->read_ns)
+		return false;
 	for (unsigned int i = 0; i < w->n; i++)
-		if (!cfi_module(p->dwfl, w->pcs[i]) && !(p->cap && name_slot(p, w->pcs[i])->pc) &&
-		    !procmaps_find(&p->maps, w->pcs[i]))
+		if (!cfi_module(p->dwfl, w->pcs[i]) && !executable(&p->maps, w->pcs[i]) &&
+		    (i == 0 || !(p->cap && name_slot(p, w->pcs[i])->pc)))
 			return true;
 	return false;
 }
 
-int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp,
+int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp, uint64_t time_ns,
 		    const struct native_hdr *h, const uint8_t *stack, struct native_stack *out)
 {
 	double t0 = mono_s();
@@ -673,7 +682,7 @@ int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp
 	p->stack = stack;
 	if (walk_stack(u, p, &w, &out->end))
 		return -ENOMEM;
-	if (w.no_module && unmapped_pc(p, &w)) {
+	if (w.no_module && unmapped_pc(p, &w, time_ns)) {
 		double t1 = mono_s();
 
 		rc = refresh(u, p);

@@ -52,10 +52,10 @@ struct unwinder;
 struct unwinder *unwinder_new(bool interp_names);
 void unwinder_free(struct unwinder *u);
 
-/* Unwinds one thread's sample of process pid; interp is the path (as the process maps
- * it) of the ELF holding the interpreter. stack points to h->stack_len bytes copied from
- * h->stack_start. 0, or -ENOMEM. */
-int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp,
+/* Unwinds one thread's sample of process pid, taken at time_ns (CLOCK_MONOTONIC); interp
+ * is the path (as the process maps it) of the ELF holding the interpreter. stack points
+ * to h->stack_len bytes copied from h->stack_start. 0, or -ENOMEM. */
+int unwinder_unwind(struct unwinder *u, pid_t pid, pid_t tid, const char *interp, uint64_t time_ns,
 		    const struct native_hdr *h, const uint8_t *stack, struct native_stack *out);
 
 /* Forgets a process (exited): its Dwfl and its names' cache. */

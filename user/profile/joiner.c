@@ -577,7 +577,7 @@ void joiner_sample(struct joiner *jn, const struct py_sample *s, size_t size)
 		add_sample(jn, tg, s, NULL, NULL, 0, 0);
 		return;
 	}
-	if (unwinder_unwind(jn->unw, s->hdr.pid, s->hdr.tid, tg->t.binary, h,
+	if (unwinder_unwind(jn->unw, s->hdr.pid, s->hdr.tid, tg->t.binary, s->hdr.time_ns, h,
 			    (const uint8_t *)(h + 1), &jn->ns)) {
 		tg->samples++;
 		lost(jn, tg);

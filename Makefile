@@ -193,9 +193,11 @@ SAN_ENV += ASYNCBPF_STRESS_SECONDS=20 ASYNCBPF_CHURN_SECONDS=30 ASYNCBPF_SCALE_S
 # make test's own pass is shorter, to keep the whole under an hour: the newest line only,
 # and without the timed sweeps (the bench, the 100 processes, the churn, the torn-read
 # stress, the agent's long runs against its receiver), which ran in full on the plain
-# build. make test-sanitize alone runs them all.
+# build, nor the demo (tools/demo.sh runs build/'s recorder, not build-san/'s). make
+# test-sanitize alone runs them all.
 SAN_TEST_INTERPRETERS := sid-3.15
 SAN_TEST_SELECT := not test_bench_quick and not test_hundred_processes and not test_churn \
+	and not test_demo \
 	and not test_torn_reads and not test_hung_connection_sampling_goes_on \
 	and not test_delivers_each_interval and not test_503_then_recovers \
 	and not test_receiver_absent_queue_bounded

@@ -114,6 +114,49 @@ int joiner_place_target(struct joiner *jn, struct target *tg, const struct proc_
 	return 0;
 }
 
+/* A task frame shown by its automatic name: its group, learned since (in a later sample
+ * whose frames show the function the name is of). */
+static const char *late_group(void *ctx, const struct frame_sym *f)
+{
+	struct joiner *jn = ctx;
+	const char *g;
+
+	if (f->kind != FRAME_TASK)
+		return NULL;
+	g = autogroups_find(jn->groups, f->name);
+	if (!g || !strcmp(g, f->name))
+		return NULL;
+	jn->groups_late++;
+	return g;
+}
+
+/* anyio 4 runs its wrapper before and after the function a task's module.qualname name
+ * is of: a sample then shows the name whole if no earlier one showed the function. At a
+ * cut, such frames take the group learned since. Out of memory, the profile stays. */
+static struct profile *regroup(struct joiner *jn, struct profile *p)
+{
+	size_t i, n = profile_nframes(p);
+	struct profile *q;
+	uint64_t late = jn->groups_late;
+
+	for (i = 0; i < n; i++) {
+		const struct frame_sym *f = profile_frame_sym(p, (uint32_t)i);
+		const char *g = f->kind == FRAME_TASK ? autogroups_find(jn->groups, f->name) : NULL;
+
+		if (g && strcmp(g, f->name))
+			break;
+	}
+	if (i == n)
+		return p;
+	q = profile_renamed(p, late_group, jn);
+	if (!q) {
+		jn->groups_late = late;
+		return p;
+	}
+	profile_free(p);
+	return q;
+}
+
 struct profile *joiner_cut(struct joiner *jn)
 {
 	struct profile *old = jn->prof, *p = profile_new();
@@ -140,7 +183,7 @@ struct profile *joiner_cut(struct joiner *jn)
 		profile_free(p);
 		return NULL;
 	}
-	return old;
+	return jn->task_ids ? old : regroup(jn, old);
 }
 
 static uint32_t special(struct joiner *jn, const char *name)

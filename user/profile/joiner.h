@@ -52,6 +52,8 @@ struct joiner {
 	uint64_t creation_cuts;	 /* chains stopped at a task made by its own kind (a request's) */
 	uint64_t groups_unknown; /* Task-N tasks shown as <task [unknown]>: no frame shows their
 				    group */
+	uint64_t groups_late;	 /* automatic names grouped at a cut, learned after their first
+				    samples */
 	uint64_t work_linked;	 /* pool workers' samples drawn under the task awaiting the item */
 	uint64_t work_stale;	 /* pool workers' samples running an item no task awaits now */
 	/* pool workers' samples in a pool frame outside any task (all of the link's outcomes),

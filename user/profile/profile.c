@@ -350,6 +350,53 @@ static int add(struct profile *p, const uint32_t *ids, uint32_t n, uint64_t coun
 	return 0;
 }
 
+struct profile *profile_renamed(const struct profile *p, profile_rename_fn rename, void *ctx)
+{
+	struct profile *q = profile_new();
+	uint32_t *map = malloc(p->nframes * sizeof(*map) + 1), *ids = NULL;
+	uint32_t maxn = 0;
+
+	if (!q || !map)
+		goto fail;
+	memset(map, 0xff, p->nframes * sizeof(*map));
+	for (size_t i = 0; i < p->nstacks; i++)
+		maxn = p->stacks[i].n > maxn ? p->stacks[i].n : maxn;
+	ids = malloc(maxn * sizeof(*ids) + 1);
+	if (!ids)
+		goto fail;
+	for (size_t i = 0; i < p->nstacks; i++) {
+		const struct stack_ent *e = &p->stacks[i];
+
+		for (uint32_t k = 0; k < e->n; k++) {
+			const struct frame_sym *f = &p->frames[e->ids[k]];
+			const char *name;
+
+			if (map[e->ids[k]] == UINT32_MAX) {
+				name = rename(ctx, f);
+				map[e->ids[k]] = intern(q, f->kind, name ? name : f->name, f->file,
+							f->line, f->ns_pid);
+				if (map[e->ids[k]] == UINT32_MAX)
+					goto fail;
+				q->frames[map[e->ids[k]]].start_line = f->start_line;
+			}
+			ids[k] = map[e->ids[k]];
+		}
+		if (add(q, ids, e->n, e->count, e->wall_ns, e->cpu_ns, NULL))
+			goto fail;
+	}
+	q->period_ns = p->period_ns;
+	q->lost = p->lost;
+	q->weighted |= p->weighted;
+	free(map);
+	free(ids);
+	return q;
+fail:
+	free(map);
+	free(ids);
+	profile_free(q);
+	return NULL;
+}
+
 static int by_count(const void *a, const void *b)
 {
 	const struct stack_ent *x = a, *y = b;

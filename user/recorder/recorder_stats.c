@@ -176,6 +176,11 @@ static void print_tasks(const struct recorder *rec, FILE *f)
 		"automatic task names of no known group: %llu (shown as <task [unknown]>: no "
 		"readable frame of the Task-N showed its coroutine)\n",
 		(unsigned long long)rec->jn.groups_unknown);
+	fprintf(f,
+		"automatic task names grouped late: %llu (task frames shown whole until a "
+		"later sample showed the function the name is of; grouped at the profile's "
+		"cut)\n",
+		(unsigned long long)rec->jn.groups_late);
 	unreadable = tasknames_unreadable(rec->jn.names, &gone, &copy);
 	fprintf(f,
 		"task names unreadable: %llu (shown as <task ?>: %llu copies replaced or "

@@ -186,9 +186,13 @@ static void test_collapsed_round_trip(void)
 	profile_free(p);
 }
 
-static const char *rename_task(void *ctx, const struct frame_sym *f)
+static const char *rename_task(void *ctx, const struct frame_sym *f, const char **file)
 {
 	(void)ctx;
+	if (f->kind == FRAME_TASK && f->file) {
+		*file = NULL;
+		return "handler";
+	}
 	return f->kind == FRAME_TASK && !strcmp(f->name, "fetch (a:b)") ? "handler" : NULL;
 }
 
@@ -201,13 +205,15 @@ static void test_renamed(void)
 	uint32_t th = profile_frame(p, FRAME_THREAD, "MainThread", NULL, 4242);
 	uint32_t t1 = profile_frame(p, FRAME_TASK, "handler", NULL, 0);
 	uint32_t t2 = profile_frame(p, FRAME_TASK, "fetch (a:b)", NULL, 0);
-	uint32_t a[] = { proc, th, t1 }, b[] = { proc, th, t2 };
+	uint32_t keyed = profile_frame(p, FRAME_TASK, "[unknown]", "1 2 Task-3", 0);
+	uint32_t a[] = { proc, th, t1 }, b[] = { proc, th, t2 }, c[] = { proc, th, keyed };
 	size_t n, nframes;
 	char *text;
 
 	profile_frame(p, FRAME_SPECIAL, "[held by no stack]", NULL, 0);
 	profile_add(p, a, 3, 5);
 	profile_add(p, b, 3, 2);
+	profile_add(p, c, 3, 4);
 	nframes = profile_nframes(p);
 	q = profile_renamed(p, rename_task, NULL);
 	CHECK(q, "profile_renamed failed");
@@ -216,7 +222,7 @@ static void test_renamed(void)
 		return;
 	}
 	text = collapsed(q);
-	CHECK(strstr(text, "python3.12 (pid 4242);MainThread (tid 4242);<task handler> 7\n"),
+	CHECK(strstr(text, "python3.12 (pid 4242);MainThread (tid 4242);<task handler> 11\n"),
 	      "the two stacks are one: %s", text);
 	CHECK(!strstr(text, "fetch (a:b)"), "the old name stays: %s", text);
 	free(text);
@@ -224,16 +230,18 @@ static void test_renamed(void)
 	      (unsigned long long)profile_total(q), (unsigned long long)profile_total(p));
 	CHECK(profile_period(q) == profile_period(p), "period %llu",
 	      (unsigned long long)profile_period(q));
-	CHECK(profile_nframes(q) == nframes - 2, "%zu frames of %zu", profile_nframes(q), nframes);
+	CHECK(profile_nframes(q) == nframes - 3, "%zu frames of %zu", profile_nframes(q), nframes);
 	for (size_t i = 0; i < profile_nframes(q); i++) {
 		const struct frame_sym *f = profile_frame_sym(q, (uint32_t)i);
 
 		CHECK(strcmp(f->name, "[held by no stack]"), "a frame no stack holds is kept");
+		CHECK(f->kind != FRAME_TASK || !f->file, "task frame %s keeps file %s", f->name,
+		      f->file);
 		if (f->kind == FRAME_PYTHON && !strcmp(f->name, "fetch"))
 			CHECK(f->start_line == 28, "fetch starts at line %d", f->start_line);
 	}
 	profile_stacks(q, &n);
-	CHECK(n == 5, "%zu stacks, not 5 (two of six are one)", n);
+	CHECK(n == 5, "%zu stacks, not 5 (three of seven are one)", n);
 	profile_free(q);
 	profile_free(p);
 }

@@ -10,6 +10,8 @@
  * around its coroutine frames or creation site, a leaf marker */
 #define MAX_IDS                                                                                    \
 	(MAX_FRAMES + MAX_CORO_FRAMES + (SITE_FRAMES + 5) * MAX_TASKS + 7 + NATIVE_MAX_FRAMES + 1)
+/* the group of a Task-N that no frame has shown */
+#define UNKNOWN_GROUP "[unknown]"
 /* the thread's frames, Python and native */
 #define MAX_THREAD (MAX_FRAMES + NATIVE_MAX_FRAMES + 1)
 
@@ -114,15 +116,22 @@ int joiner_place_target(struct joiner *jn, struct target *tg, const struct proc_
 	return 0;
 }
 
-/* A task frame shown by its automatic name: its group, learned since (in a later sample
- * whose frames show the function the name is of). */
-static const char *late_group(void *ctx, const struct frame_sym *f)
+/* A task frame by its group learned since its samples: an automatic name shown whole, a
+ * Task-N pending by its key. */
+static const char *late_group(void *ctx, const struct frame_sym *f, const char **file)
 {
 	struct joiner *jn = ctx;
 	const char *g;
 
 	if (f->kind != FRAME_TASK)
 		return NULL;
+	if (f->file) {
+		*file = NULL;
+		g = autogroups_find(jn->groups, f->file);
+		if (g)
+			jn->groups_late++;
+		return g ? g : UNKNOWN_GROUP;
+	}
 	g = autogroups_find(jn->groups, f->name);
 	if (!g || !strcmp(g, f->name))
 		return NULL;
@@ -130,29 +139,60 @@ static const char *late_group(void *ctx, const struct frame_sym *f)
 	return g;
 }
 
-/* anyio 4 runs its wrapper before and after the function a task's module.qualname name
- * is of: a sample then shows the name whole if no earlier one showed the function. At a
- * cut, such frames take the group learned since. Out of memory, the profile stays. */
+static bool late(struct joiner *jn, const struct frame_sym *f)
+{
+	const char *g;
+
+	if (f->kind != FRAME_TASK)
+		return false;
+	if (f->file)
+		return true;
+	g = autogroups_find(jn->groups, f->name);
+	return g && strcmp(g, f->name);
+}
+
+/* Samples with a task frame of no known group. */
+static uint64_t unknown_groups(const struct profile *p)
+{
+	size_t n;
+	const struct stack_ent *st = profile_stacks_unsorted(p, &n);
+	uint64_t count = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < st[i].n; k++) {
+			const struct frame_sym *f = profile_frame_sym(p, st[i].ids[k]);
+
+			if (f->kind == FRAME_TASK && !strcmp(f->name, UNKNOWN_GROUP)) {
+				count += st[i].count;
+				break;
+			}
+		}
+	return count;
+}
+
+/* Names shown before their group was learned, grouped at the cut: anyio 4 runs its
+ * wrapper before and after the function a task's module.qualname name is of, so a sample
+ * then shows the name whole unless an earlier one showed the function; a Task-N with no
+ * readable frame (an ended awaiter, an unknown code object) waits for any sample that
+ * shows its coroutine. Out of memory, the profile stays (pending Task-Ns then show as
+ * [unknown] all the same: the writers print a task frame's name only). */
 static struct profile *regroup(struct joiner *jn, struct profile *p)
 {
 	size_t i, n = profile_nframes(p);
 	struct profile *q;
-	uint64_t late = jn->groups_late;
+	uint64_t grouped = jn->groups_late;
 
-	for (i = 0; i < n; i++) {
-		const struct frame_sym *f = profile_frame_sym(p, (uint32_t)i);
-		const char *g = f->kind == FRAME_TASK ? autogroups_find(jn->groups, f->name) : NULL;
-
-		if (g && strcmp(g, f->name))
-			break;
-	}
+	for (i = 0; i < n && !late(jn, profile_frame_sym(p, (uint32_t)i)); i++)
+		;
 	if (i == n)
 		return p;
 	q = profile_renamed(p, late_group, jn);
 	if (!q) {
-		jn->groups_late = late;
+		jn->groups_late = grouped;
+		jn->groups_unknown += unknown_groups(p);
 		return p;
 	}
+	jn->groups_unknown += unknown_groups(q);
 	profile_free(p);
 	return q;
 }
@@ -218,31 +258,26 @@ static bool numbered(const char *name)
 	return !*p;
 }
 
-#define GROUP_FRAMES 4 /* a task's outermost frames its automatic name may be from */
+#define GROUP_FRAMES  4 /* a task's outermost frames its automatic name may be from */
+#define UNKNOWN_GROUP "[unknown]"
 
 /* A Task-N's group: the qualname of its coroutine, its outermost frame; learned per
  * process (numbers are a process's own; its start time tells a reused pid apart) for
- * when the task shows no readable frame: an
- * ended awaiter, recorded by name only, or a coroutine frame whose code is unknown.
- * Never seen: "[unknown]", counted, as its name would be a stack of its own. */
+ * when the task shows no readable frame: an ended awaiter, recorded by name only, or a
+ * coroutine frame whose code is unknown. Not seen yet: NULL, and its key in key. */
 static const char *numbered_group(struct joiner *jn, struct target *tg, const char *name,
-				  const struct frame_rec *const *fr, uint32_t n)
+				  const struct frame_rec *const *fr, uint32_t n, char *key,
+				  size_t len)
 {
 	const struct py_code *c =
 		n ? symtab_code(jn->syms, &tg->t, FRAME_CODE(fr[0]), fr[0]->fp) : NULL;
-	char key[TASK_NAME_TEXT + 48];
-	const char *learned;
 
-	snprintf(key, sizeof(key), "%d %llu %s", (int)tg->t.pid, tg->t.start_time, name);
+	snprintf(key, len, "%d %llu %s", (int)tg->t.pid, tg->t.start_time, name);
 	if (c && c->valid && c->qualname) {
 		autogroups_learn(jn->groups, key, c->qualname);
 		return c->qualname;
 	}
-	learned = autogroups_find(jn->groups, key);
-	if (learned)
-		return learned;
-	jn->groups_unknown++;
-	return "[unknown]";
+	return autogroups_find(jn->groups, key);
 }
 
 /* The name a task is shown by: an automatic one (asyncio's Task-N; anyio's and
@@ -250,7 +285,7 @@ static const char *numbered_group(struct joiner *jn, struct target *tg, const ch
  * 4's wrapper) becomes the qualname of what it runs, so that one route's requests are one
  * stack; any other name stays. fr: its outermost frames, root first. */
 static const char *shown_name(struct joiner *jn, struct target *tg, const char *name,
-			      const struct frame_rec *const *fr, uint32_t n)
+			      const struct frame_rec *const *fr, uint32_t n, char *key, size_t klen)
 {
 	size_t len = strlen(name);
 	const char *learned;
@@ -258,7 +293,7 @@ static const char *shown_name(struct joiner *jn, struct target *tg, const char *
 	if (jn->task_ids)
 		return name;
 	if (numbered(name))
-		return numbered_group(jn, tg, name, fr, n);
+		return numbered_group(jn, tg, name, fr, n, key, klen);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct py_code *c =
 			symtab_code(jn->syms, &tg->t, FRAME_CODE(fr[i]), fr[i]->fp);
@@ -278,13 +313,19 @@ static const char *shown_name(struct joiner *jn, struct target *tg, const char *
 	return learned ? learned : name;
 }
 
-/* A task's frame; name is its own ("?" when not known: shown as it is). */
+/* A task's frame; name is its own ("?" when not known: shown as it is). A Task-N whose
+ * group is not known yet is a frame "[unknown]" with its key for file, until the cut. */
 static uint32_t task_frame(struct joiner *jn, struct target *tg, const char *name,
 			   const struct frame_rec *const *fr, uint32_t n)
 {
+	char key[TASK_NAME_TEXT + 48];
+	const char *shown;
+
 	if (!strcmp(name, "?"))
 		return profile_frame(jn->prof, FRAME_TASK, name, NULL, 0);
-	return profile_frame(jn->prof, FRAME_TASK, shown_name(jn, tg, name, fr, n), NULL, 0);
+	shown = shown_name(jn, tg, name, fr, n, key, sizeof(key));
+	return shown ? profile_frame(jn->prof, FRAME_TASK, shown, NULL, 0)
+		     : profile_frame(jn->prof, FRAME_TASK, UNKNOWN_GROUP, key, 0);
 }
 
 /* The thread's frames leaf first into out, its native ones (if any) in place: each C call

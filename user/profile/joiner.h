@@ -50,9 +50,9 @@ struct joiner {
 	uint64_t root_tasks;	 /* distinct tasks seen at the root of a chain (unlinked) */
 	uint64_t sites_unknown;	 /* creators drawn without the frames that created the task */
 	uint64_t creation_cuts;	 /* chains stopped at a task made by its own kind (a request's) */
-	uint64_t groups_unknown; /* Task-N tasks shown as <task [unknown]>: no frame shows their
-				    group */
-	uint64_t groups_late;	 /* automatic names grouped at a cut, learned after their first
+	uint64_t groups_unknown; /* samples with a <task [unknown]>: a Task-N that no frame had
+				    shown by the cut */
+	uint64_t groups_late;	 /* task frames grouped at a cut, learned after their first
 				    samples */
 	uint64_t work_linked;	 /* pool workers' samples drawn under the task awaiting the item */
 	uint64_t work_stale;	 /* pool workers' samples running an item no task awaits now */

@@ -369,11 +369,11 @@ struct profile *profile_renamed(const struct profile *p, profile_rename_fn renam
 
 		for (uint32_t k = 0; k < e->n; k++) {
 			const struct frame_sym *f = &p->frames[e->ids[k]];
-			const char *name;
+			const char *name, *file = f->file;
 
 			if (map[e->ids[k]] == UINT32_MAX) {
-				name = rename(ctx, f);
-				map[e->ids[k]] = intern(q, f->kind, name ? name : f->name, f->file,
+				name = rename(ctx, f, &file);
+				map[e->ids[k]] = intern(q, f->kind, name ? name : f->name, file,
 							f->line, f->ns_pid);
 				if (map[e->ids[k]] == UINT32_MAX)
 					goto fail;

@@ -71,8 +71,8 @@ uint64_t profile_total(const struct profile *p);
 /* The stacks in no particular order, without freezing the profile. */
 const struct stack_ent *profile_stacks_unsorted(const struct profile *p, size_t *n);
 
-/* A frame's new name, or NULL to keep it. */
-typedef const char *(*profile_rename_fn)(void *ctx, const struct frame_sym *f);
+/* A frame's new name, or NULL to keep it; *file (f->file on entry) its new file. */
+typedef const char *(*profile_rename_fn)(void *ctx, const struct frame_sym *f, const char **file);
 /* A copy of p in which each frame rename gives a new name is so named, stacks that
  * become the same are one, and frames no stack holds are left out. NULL: no memory. */
 struct profile *profile_renamed(const struct profile *p, profile_rename_fn rename, void *ctx);

@@ -173,8 +173,8 @@ static void print_tasks(const struct recorder *rec, FILE *f)
 		"coroutine function: a server's next request)\n",
 		(unsigned long long)rec->jn.creation_cuts);
 	fprintf(f,
-		"automatic task names of no known group: %llu (shown as <task [unknown]>: no "
-		"readable frame of the Task-N showed its coroutine)\n",
+		"automatic task names of no known group: %llu (samples shown with <task "
+		"[unknown]>: no readable frame of the Task-N showed its coroutine by the cut)\n",
 		(unsigned long long)rec->jn.groups_unknown);
 	fprintf(f,
 		"automatic task names grouped late: %llu (task frames shown whole until a "

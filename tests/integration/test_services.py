@@ -51,8 +51,6 @@ WALL_TOLERANCE = 0.15  # relative, an endpoint's wall-mode task-seconds against 
 WALL_TICK = 0.01  # s, wall mode's default tick (100 Hz)
 FREQ = 199
 GROUPED_SLACK = 0.02
-# known, open cases that xfail when they stay this rare (see their tests)
-KNOWN_SHARE = 0.01
 AUTO_WHY = "anyio's/Starlette's automatic module.qualname name shown as it is"
 MAX_STACKS = 3
 UNDER_SHARE = 0.95
@@ -496,14 +494,6 @@ def test_task_names(run):
         text = "%d of %d samples of pid %d have a wrong <task NAME> (%d task frames in " \
             "all):\n  %s%s" % (total, sum(s.count for s in run.mine), run.truth["pid"],
                                frames_seen, "\n  ".join(lines), run.describe())
-        # Known (issue 25): anyio 4's task runs its wrapper (TaskHandle._run_coro) before
-        # and after the function its module.qualname name is of; sampled then, the name
-        # takes the group it was seen with, but is shown whole until the first sample that
-        # shows the function. Only that, rare.
-        anyio_only = set(by_why) == {AUTO_WHY}
-        if anyio_only and total <= KNOWN_SHARE * sum(s.count for s in run.mine):
-            pytest.xfail("known: anyio 4 module.qualname names not grouped while its wrapper "
-                         "runs\n" + text)
         pytest.fail(text)
 
 

@@ -8,25 +8,28 @@
 
 /* Direct-mapped: a slot lost to a collision is learned again at the name's next sample
  * whose frames show its function. */
-#define AUTOGROUPS_SLOTS 1024
-
 struct slot {
 	char *name, *qualname;
 	bool ambiguous;
 };
 
 struct autogroups {
-	struct slot s[AUTOGROUPS_SLOTS];
+	size_t nslots; /* a power of two */
+	struct slot s[];
 };
 
 static struct slot *slot_of(const struct autogroups *g, const char *name)
 {
-	return (struct slot *)&g->s[hash_bytes(name, strlen(name), 0) & (AUTOGROUPS_SLOTS - 1)];
+	return (struct slot *)&g->s[hash_bytes(name, strlen(name), 0) & (g->nslots - 1)];
 }
 
-struct autogroups *autogroups_new(void)
+struct autogroups *autogroups_new(size_t nslots)
 {
-	return calloc(1, sizeof(struct autogroups));
+	struct autogroups *g = calloc(1, sizeof(*g) + nslots * sizeof(g->s[0]));
+
+	if (g)
+		g->nslots = nslots;
+	return g;
 }
 
 static void slot_clear(struct slot *s)
@@ -40,7 +43,7 @@ void autogroups_free(struct autogroups *g)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < AUTOGROUPS_SLOTS; i++)
+	for (size_t i = 0; i < g->nslots; i++)
 		slot_clear(&g->s[i]);
 	free(g);
 }

@@ -2,11 +2,15 @@
 #ifndef ASYNCBPF_AUTOGROUPS_H
 #define ASYNCBPF_AUTOGROUPS_H
 
-/* Automatic task names (anyio's and Starlette's module.qualname) and the qualname each was
- * seen to end with, for the samples where that function is in no frame of the task. */
+#include <stddef.h>
+
+/* Automatic task names (anyio's and Starlette's module.qualname; a process's Task-N by
+ * a key of its own) and the qualname each was seen to end with, for the samples where
+ * that function is in no frame of the task. */
 struct autogroups;
 
-struct autogroups *autogroups_new(void);
+/* nslots: a power of two; a name whose slot another takes is forgotten */
+struct autogroups *autogroups_new(size_t nslots);
 void autogroups_free(struct autogroups *g);
 
 /* name was seen to be module.qualname of a frame's code */

@@ -23,8 +23,11 @@ int joiner_init(struct joiner *jn)
 	jn->names = tasknames_new();
 	jn->sites = tasksites_new();
 	jn->threads = pythreads_new();
-	jn->groups = autogroups_new();
-	if (!jn->prof || !jn->syms || !jn->names || !jn->sites || !jn->threads || !jn->groups) {
+	/* a Task-N per request of a busy server would push out the few names of functions */
+	jn->groups = autogroups_new(1024);
+	jn->numbered = autogroups_new(8192);
+	if (!jn->prof || !jn->syms || !jn->names || !jn->sites || !jn->threads || !jn->groups ||
+	    !jn->numbered) {
 		joiner_fini(jn);
 		return -ENOMEM;
 	}
@@ -39,6 +42,7 @@ void joiner_fini(struct joiner *jn)
 	tasksites_free(jn->sites);
 	pythreads_free(jn->threads);
 	autogroups_free(jn->groups);
+	autogroups_free(jn->numbered);
 	unwinder_free(jn->unw);
 	free(jn->targets);
 	memset(jn, 0, sizeof(*jn));
@@ -127,7 +131,7 @@ static const char *late_group(void *ctx, const struct frame_sym *f, const char *
 		return NULL;
 	if (f->file) {
 		*file = NULL;
-		g = autogroups_find(jn->groups, f->file);
+		g = autogroups_find(jn->numbered, f->file);
 		if (g)
 			jn->groups_late++;
 		return g ? g : UNKNOWN_GROUP;
@@ -274,10 +278,10 @@ static const char *numbered_group(struct joiner *jn, struct target *tg, const ch
 
 	snprintf(key, len, "%d %llu %s", (int)tg->t.pid, tg->t.start_time, name);
 	if (c && c->valid && c->qualname) {
-		autogroups_learn(jn->groups, key, c->qualname);
+		autogroups_learn(jn->numbered, key, c->qualname);
 		return c->qualname;
 	}
-	return autogroups_find(jn->groups, key);
+	return autogroups_find(jn->numbered, key);
 }
 
 /* The name a task is shown by: an automatic one (asyncio's Task-N; anyio's and

@@ -40,8 +40,9 @@ struct joiner {
 	struct symtab *syms;
 	struct tasknames *names;
 	struct tasksites *sites;
-	struct pythreads *threads; /* Python's names of the threads */
-	struct autogroups *groups; /* automatic names' groups, as seen in frames */
+	struct pythreads *threads;   /* Python's names of the threads */
+	struct autogroups *groups;   /* automatic names' groups, as seen in frames */
+	struct autogroups *numbered; /* Task-Ns' groups, by pid, start time and name */
 	struct target *targets;
 	size_t ntargets, cap;
 	uint64_t unknown_pid;	 /* samples of a pid no longer (or not yet) tracked */

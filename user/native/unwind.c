@@ -634,19 +634,28 @@ static int walk_from_stub(struct unwinder *u, struct nproc *p, struct walk *w, e
 	return 0;
 }
 
-/* Whether a pc of the walk in no module lies outside the executable mappings last read,
- * if the sample was taken after that read. A pc that none holds is named once, since a
- * return address in data is an unwinding gone wrong; but the interrupted pc ran, so its
- * code was mapped: a name made before is stale (ld.so reserves a library's range
- * PROT_NONE before it maps the file there). */
+/* Whether a pc of the walk in no module calls for the maps to be read again: only for a
+ * sample taken after they were last read. The interrupted pc ran, so a mapping of its
+ * code that the last read lacks (or had as data: ld.so maps a library wherever memory
+ * was just unmapped) is new, even if it was named from that read. A return address
+ * named before stays so; in no mapping, it is a library mapped since; in data, mostly
+ * an unwinding gone wrong, so that reads again at most every 0.1 s. */
 static bool unmapped_pc(struct nproc *p, const struct walk *w, uint64_t time_ns)
 {
 	if (time_ns <= p->read_ns)
 		return false;
-	for (unsigned int i = 0; i < w->n; i++)
-		if (!cfi_module(p->dwfl, w->pcs[i]) && !executable(&p->maps, w->pcs[i]) &&
-		    (i == 0 || !(p->cap && name_slot(p, w->pcs[i])->pc)))
+	for (unsigned int i = 0; i < w->n; i++) {
+		uint64_t pc = w->pcs[i];
+
+		if (cfi_module(p->dwfl, pc) || executable(&p->maps, pc))
+			continue;
+		if (i == 0)
 			return true;
+		if (p->cap && name_slot(p, pc)->pc)
+			continue;
+		if (!procmaps_find(&p->maps, pc) || mono_s() - p->reported > 0.1)
+			return true;
+	}
 	return false;
 }
 

@@ -4,12 +4,14 @@
 #include <string.h>
 
 #include "asyncio/pstree.h"
+#include "hash.h"
 
 enum { NODE_TASK, NODE_CORO, NODE_THREAD };
 
 struct node {
 	int kind;
 	char *label;
+	size_t parent; /* NODE_CORO: the node it is under */
 	size_t *kids, nkids, cap;
 	int is_kid;
 };
@@ -17,7 +19,16 @@ struct node {
 struct tree {
 	struct node *v;
 	size_t n, cap;
+	/* coroutine nodes by (parent, label): a task with many awaiters' chains under one
+	 * coroutine would make a scan of the kids quadratic */
+	size_t *coro, coro_cap; /* node + 1; 0: empty */
 	int nomem;
+};
+
+/* Who awaits whom as edges from a task to the tasks awaiting it (its kids in the tree),
+ * each once: kid[start[i]..start[i + 1]) are task i's. */
+struct edges {
+	size_t *start, *kid;
 };
 
 static size_t add_node(struct tree *t, int kind, const char *label)
@@ -33,7 +44,7 @@ static size_t add_node(struct tree *t, int kind, const char *label)
 		t->v = v;
 		t->cap = cap;
 	}
-	t->v[t->n] = (struct node){ .kind = kind, .label = strdup(label) };
+	t->v[t->n] = (struct node){ .kind = kind, .label = strdup(label), .parent = SIZE_MAX };
 	if (!t->v[t->n].label)
 		t->nomem = 1;
 	return t->n++;
@@ -43,9 +54,6 @@ static void add_kid(struct tree *t, size_t parent, size_t kid)
 {
 	struct node *p = &t->v[parent];
 
-	for (size_t i = 0; i < p->nkids; i++)
-		if (p->kids[i] == kid)
-			return;
 	if (p->nkids == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 4;
 		size_t *k = realloc(p->kids, cap * sizeof(*k));
@@ -61,20 +69,97 @@ static void add_kid(struct tree *t, size_t parent, size_t kid)
 	t->v[kid].is_kid = 1;
 }
 
+static size_t coro_slot(const struct tree *t, size_t parent, const char *label)
+{
+	return hash_bytes(label, strlen(label), hash_u64(parent)) & (t->coro_cap - 1);
+}
+
+static int coro_grow(struct tree *t)
+{
+	size_t cap = t->coro_cap ? t->coro_cap * 2 : 256, old = t->coro_cap;
+	size_t *v = calloc(cap, sizeof(*v)), *was = t->coro;
+
+	if (!v)
+		return -1;
+	t->coro = v;
+	t->coro_cap = cap;
+	for (size_t i = 0; i < old; i++) {
+		size_t j;
+
+		if (!was[i])
+			continue;
+		j = coro_slot(t, t->v[was[i] - 1].parent, t->v[was[i] - 1].label);
+		while (v[j])
+			j = (j + 1) & (cap - 1);
+		v[j] = was[i];
+	}
+	free(was);
+	return 0;
+}
+
 /* The coroutine node labelled label under parent, made on first use. */
 static size_t cor_node(struct tree *t, size_t parent, const char *label)
 {
-	size_t k;
+	size_t j, k;
 
-	for (size_t i = 0; i < t->v[parent].nkids; i++) {
-		k = t->v[parent].kids[i];
-		if (t->v[k].kind == NODE_CORO && !strcmp(t->v[k].label, label))
+	if (t->n * 2 >= t->coro_cap && coro_grow(t)) {
+		t->nomem = 1;
+		return SIZE_MAX;
+	}
+	for (j = coro_slot(t, parent, label); t->coro[j]; j = (j + 1) & (t->coro_cap - 1)) {
+		k = t->coro[j] - 1;
+		if (t->v[k].parent == parent && !strcmp(t->v[k].label, label))
 			return k;
 	}
 	k = add_node(t, NODE_CORO, label);
-	if (k != SIZE_MAX)
-		add_kid(t, parent, k);
+	if (k == SIZE_MAX)
+		return k;
+	t->v[k].parent = parent;
+	t->coro[j] = k + 1;
+	add_kid(t, parent, k);
 	return k;
+}
+
+static void edges_free(struct edges *e)
+{
+	free(e->start);
+	free(e->kid);
+}
+
+/* Each task's awaiters, by position: a parent listed twice counts once. */
+static int edges_make(struct atasks *a, struct edges *e)
+{
+	size_t n = 0;
+
+	e->start = calloc(a->n + 2, sizeof(*e->start));
+	for (size_t i = 0; i < a->n; i++)
+		n += a->v[i].nparents;
+	e->kid = malloc((n + 1) * sizeof(*e->kid));
+	if (!e->start || !e->kid) {
+		edges_free(e);
+		return -1;
+	}
+	/* counts at start[p + 2], then offsets at start[p + 1], filled up to start[p + 1] */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < a->n; i++)
+			for (uint32_t j = 0; j < a->v[i].nparents; j++) {
+				struct atask *p = atasks_find(a, a->v[i].parents[j]);
+				uint32_t d = 0;
+
+				while (d < j && a->v[i].parents[d] != a->v[i].parents[j])
+					d++;
+				if (!p || d < j)
+					continue;
+				if (pass)
+					e->kid[e->start[p - a->v + 1]++] = i;
+				else
+					e->start[p - a->v + 2]++;
+			}
+		if (!pass)
+			for (size_t i = 2; i < a->n + 2; i++)
+				e->start[i] += e->start[i - 1];
+	}
+	return 0;
 }
 
 static char *frame_label(const struct frame_rec *f, const struct py_target *pt, struct symtab *st)
@@ -138,7 +223,7 @@ static void render(FILE *out, struct tree *t, size_t node, char *prefix, size_t 
 }
 
 /* Depth-first search for tasks awaiting each other (parent -> child edges). */
-static int find_cycles(FILE *err, struct atasks *a)
+static int find_cycles(FILE *err, struct atasks *a, const struct edges *e)
 {
 	enum { WHITE, GREY, BLACK };
 	int *color = calloc(a->n, sizeof(*color));
@@ -158,23 +243,17 @@ static int find_cycles(FILE *err, struct atasks *a)
 			continue;
 		path[depth++] = root;
 		color[root] = GREY;
-		it[root] = 0;
+		it[root] = e->start[root];
 		while (depth) {
 			size_t v = path[depth - 1], w;
 			int advanced = 0;
 
 			/* children of v: the tasks that list v among their awaiters */
-			for (w = it[v]; w < a->n; w++) {
-				int edge = 0;
-
-				for (uint32_t j = 0; j < a->v[w].nparents; j++)
-					edge |= a->v[w].parents[j] == a->v[v].addr;
-				if (!edge)
-					continue;
+			while (it[v] < e->start[v + 1]) {
+				w = e->kid[it[v]++];
 				if (color[w] == WHITE) {
-					it[v] = w + 1;
 					color[w] = GREY;
-					it[w] = 0;
+					it[w] = e->start[w];
 					path[depth++] = w;
 					advanced = 1;
 					break;
@@ -240,32 +319,27 @@ int pstree_print(FILE *out, FILE *err, struct atasks *a, const struct task_threa
 		 const struct py_target *pt, struct symtab *st)
 {
 	struct tree t = {};
-	int ret = find_cycles(err, a);
+	struct edges e;
+	int ret;
 
-	if (ret)
+	if (edges_make(a, &e))
+		return -1;
+	ret = find_cycles(err, a, &e);
+	if (ret) {
+		edges_free(&e);
 		return ret;
+	}
 	for (size_t i = 0; i < a->n; i++)
 		add_node(&t, NODE_TASK, a->v[i].name);
-	/* each awaiter's coroutine chain leads to the awaited task */
+	/* the tasks awaiting a task hang under the end of its coroutine chain; a task that
+	 * no task awaits shows its own chain */
 	for (size_t i = 0; i < a->n && !t.nomem; i++) {
-		for (uint32_t j = 0; j < a->v[i].nparents; j++) {
-			struct atask *p = atasks_find(a, a->v[i].parents[j]);
-			size_t node = chain(&t, (size_t)(p - a->v), p, pt, st);
+		size_t node = chain(&t, i, &a->v[i], pt, st);
 
-			if (node != SIZE_MAX)
-				add_kid(&t, node, i);
-		}
+		for (size_t k = e.start[i]; node != SIZE_MAX && k < e.start[i + 1]; k++)
+			add_kid(&t, node, e.kid[k]);
 	}
-	/* tasks that await no task show their own stack */
-	for (size_t i = 0; i < a->n && !t.nomem; i++) {
-		int awaits = 0;
-
-		for (size_t k = 0; k < a->n; k++)
-			for (uint32_t j = 0; j < a->v[k].nparents; j++)
-				awaits |= a->v[k].parents[j] == a->v[i].addr;
-		if (!awaits)
-			chain(&t, i, &a->v[i], pt, st);
-	}
+	edges_free(&e);
 	for (size_t i = 0; tt && i < tt->n && !t.nomem; i++)
 		add_thread(&t, a, &tt->v[i], pt, st);
 	for (size_t i = 0; i < t.n && !t.nomem; i++)
@@ -277,5 +351,6 @@ int pstree_print(FILE *out, FILE *err, struct atasks *a, const struct task_threa
 		free(t.v[i].kids);
 	}
 	free(t.v);
+	free(t.coro);
 	return ret;
 }

@@ -23,12 +23,18 @@ static struct slot *slot_of(const struct autogroups *g, const char *name)
 	return (struct slot *)&g->s[hash_bytes(name, strlen(name), 0) & (g->nslots - 1)];
 }
 
+/* Written whole at once: slots taken at random would grow the heap for as long as new
+ * names come (a Task-N per process of a churning host). Not by memset: the compiler
+ * turns malloc and memset into calloc, which touches nothing. */
 struct autogroups *autogroups_new(size_t nslots)
 {
-	struct autogroups *g = calloc(1, sizeof(*g) + nslots * sizeof(g->s[0]));
+	size_t size = sizeof(struct autogroups) + nslots * sizeof(struct slot);
+	struct autogroups *g = malloc(size);
 
-	if (g)
+	if (g) {
+		explicit_bzero(g, size);
 		g->nslots = nslots;
+	}
 	return g;
 }
 
@@ -70,4 +76,13 @@ const char *autogroups_find(const struct autogroups *g, const char *name)
 	const struct slot *s = slot_of(g, name);
 
 	return s->name && !s->ambiguous && !strcmp(s->name, name) ? s->qualname : NULL;
+}
+
+void autogroups_forget_prefix(struct autogroups *g, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	for (size_t i = 0; i < g->nslots; i++)
+		if (g->s[i].name && !strncmp(g->s[i].name, prefix, n))
+			slot_clear(&g->s[i]);
 }

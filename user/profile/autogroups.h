@@ -19,4 +19,7 @@ void autogroups_learn(struct autogroups *g, const char *name, const char *qualna
 /* The qualname name was learned with; NULL if none, or if it ended two (ambiguous). */
 const char *autogroups_find(const struct autogroups *g, const char *name);
 
+/* Forgets the names that begin with prefix. */
+void autogroups_forget_prefix(struct autogroups *g, const char *prefix);
+
 #endif

@@ -25,7 +25,7 @@ int joiner_init(struct joiner *jn)
 	jn->threads = pythreads_new();
 	/* a Task-N per request of a busy server would push out the few names of functions */
 	jn->groups = autogroups_new(1024);
-	jn->numbered = autogroups_new(8192);
+	jn->numbered = autogroups_new(4096);
 	if (!jn->prof || !jn->syms || !jn->names || !jn->sites || !jn->threads || !jn->groups ||
 	    !jn->numbered) {
 		joiner_fini(jn);
@@ -90,6 +90,13 @@ void joiner_del_target(struct joiner *jn, pid_t pid)
 
 	if (!tg)
 		return;
+	/* its Task-Ns' groups, unless a frame of the profile waits for one */
+	if (!tg->pending) {
+		char prefix[48];
+
+		snprintf(prefix, sizeof(prefix), "%d %llu ", (int)pid, tg->t.start_time);
+		autogroups_forget_prefix(jn->numbered, prefix);
+	}
 	symtab_forget(jn->syms, pid);
 	tasknames_forget(jn->names, pid);
 	pythreads_forget(jn->threads, pid);
@@ -218,6 +225,7 @@ struct profile *joiner_cut(struct joiner *jn)
 		if (joiner_place_target(jn, tg, &tg->place, tg->container_frame))
 			break;
 		tg->stack_budget = jn->stack_limit;
+		tg->pending = false;
 	}
 	if (i < jn->ntargets) {
 		jn->prof = old;
@@ -328,8 +336,10 @@ static uint32_t task_frame(struct joiner *jn, struct target *tg, const char *nam
 	if (!strcmp(name, "?"))
 		return profile_frame(jn->prof, FRAME_TASK, name, NULL, 0);
 	shown = shown_name(jn, tg, name, fr, n, key, sizeof(key));
-	return shown ? profile_frame(jn->prof, FRAME_TASK, shown, NULL, 0)
-		     : profile_frame(jn->prof, FRAME_TASK, UNKNOWN_GROUP, key, 0);
+	if (shown)
+		return profile_frame(jn->prof, FRAME_TASK, shown, NULL, 0);
+	tg->pending = true;
+	return profile_frame(jn->prof, FRAME_TASK, UNKNOWN_GROUP, key, 0);
 }
 
 /* The thread's frames leaf first into out, its native ones (if any) in place: each C call

@@ -33,6 +33,7 @@ struct target {
 	uint32_t root_frame;	 /* [container ID] above the process frame, UINT32_MAX: none */
 	bool container_frame;	 /* asked for that frame (joiner_place_target) */
 	size_t stack_budget;	 /* bytes its new stacks may still take (limit set) */
+	bool pending;		 /* a task frame in the profile waits for its group (the cut) */
 };
 
 struct joiner {

@@ -127,29 +127,8 @@ int joiner_place_target(struct joiner *jn, struct target *tg, const struct proc_
 	return 0;
 }
 
-/* A task frame by its group learned since its samples: an automatic name shown whole, a
- * Task-N pending by its key. */
-static const char *late_group(void *ctx, const struct frame_sym *f, const char **file)
-{
-	struct joiner *jn = ctx;
-	const char *g;
-
-	if (f->kind != FRAME_TASK)
-		return NULL;
-	if (f->file) {
-		*file = NULL;
-		g = autogroups_find(jn->numbered, f->file);
-		if (g)
-			jn->groups_late++;
-		return g ? g : UNKNOWN_GROUP;
-	}
-	g = autogroups_find(jn->groups, f->name);
-	if (!g || !strcmp(g, f->name))
-		return NULL;
-	jn->groups_late++;
-	return g;
-}
-
+/* Whether a task frame waits for the cut: a Task-N pending by its key (file), or an
+ * automatic name shown whole whose group was learned since. */
 static bool late(struct joiner *jn, const struct frame_sym *f)
 {
 	const char *g;
@@ -160,6 +139,21 @@ static bool late(struct joiner *jn, const struct frame_sym *f)
 		return true;
 	g = autogroups_find(jn->groups, f->name);
 	return g && strcmp(g, f->name);
+}
+
+/* Such a frame by its group, a pending Task-N by [unknown] if none was learned. */
+static const char *late_group(void *ctx, const struct frame_sym *f, const char **file)
+{
+	struct joiner *jn = ctx;
+	const char *g;
+
+	if (!late(jn, f))
+		return NULL;
+	*file = NULL;
+	g = autogroups_find(f->file ? jn->numbered : jn->groups, f->file ? f->file : f->name);
+	if (g)
+		jn->groups_late++;
+	return g ? g : UNKNOWN_GROUP;
 }
 
 /* Samples with a task frame of no known group. */
@@ -270,8 +264,7 @@ static bool numbered(const char *name)
 	return !*p;
 }
 
-#define GROUP_FRAMES  4 /* a task's outermost frames its automatic name may be from */
-#define UNKNOWN_GROUP "[unknown]"
+#define GROUP_FRAMES 4 /* a task's outermost frames its automatic name may be from */
 
 /* A Task-N's group: the qualname of its coroutine, its outermost frame; learned per
  * process (numbers are a process's own; its start time tells a reused pid apart) for

@@ -270,10 +270,11 @@ demo: deps
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > vmlinux/vmlinux.h
 
-# user/cpython/py_layouts.c and user/cpython/py_objmodel.c are committed; regenerate them from the installed
-# interpreters' headers (the script writes py_objmodel.c itself).
+# user/cpython/py_layouts_table.c and user/cpython/py_objmodel_table.c are committed;
+# regenerate them from the installed interpreters' headers (the script writes
+# py_objmodel_table.c itself).
 layouts:
-	tools/gen-layouts.sh > user/cpython/py_layouts.c.tmp && mv user/cpython/py_layouts.c.tmp user/cpython/py_layouts.c
+	tools/gen-layouts.sh > user/cpython/py_layouts_table.c.tmp && mv user/cpython/py_layouts_table.c.tmp user/cpython/py_layouts_table.c
 
 format:
 	clang-format -i bpf/*.h bpf/*.c user/*.h user/*/*.c user/*/*.h tools/*.c tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/native/*.c preload/*.c

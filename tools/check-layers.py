@@ -3,8 +3,8 @@
 """Check the library's layers: every project include of a file in user/FOLDER/ must name
 FOLDER itself, a folder on the "May call (checked):" line of user/FOLDER/README.md, or a
 header at user/ itself (hash.h, clock.h, errmsg.h: shared by all); bpf/ headers include
-only bpf/; and no folders, nor files, may include each other round a cycle, except
-through the edges of today's cycles listed in ALLOWED_*_CYCLE_EDGES below.
+only bpf/; and no folders, nor files, may include each other round a cycle (a file is
+named by its stem, path without .c/.h: a source and its header are one file here).
 
 Usage: tools/check-layers.py [ROOT]   (ROOT defaults to the repository holding this
 script). Prints one line per offence and exits 1 if there is any; --graph prints the
@@ -13,20 +13,6 @@ folder dependencies found instead."""
 import os
 import re
 import sys
-
-# The include edges that close today's cycles (issue 30): with them left out, the folders
-# and the files must include each other without a cycle, so a new cycle fails the check
-# while these wait to be removed. Each is (from, to); a file is named by its stem (path
-# without .c/.h: a source and its header are one file here).
-ALLOWED_FOLDER_CYCLE_EDGES = set()
-ALLOWED_FILE_CYCLE_EDGES = {
-    # the generated tables (py_objmodel.c, py_layouts.c) include the table headers,
-    # which include py_objmodel.h / py_layouts.h
-    ("user/cpython/py_objmodel", "user/cpython/py_objmodel_table"),
-    ("user/cpython/py_layouts", "user/cpython/py_layouts_table"),
-    # recorder.c includes recorder_impl.h, which includes recorder.h
-    ("user/recorder/recorder", "user/recorder/recorder_impl"),
-}
 
 MAY_CALL = re.compile(r"^May call \(checked\):(.*)$")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -191,15 +177,9 @@ def main(argv):
         for src in sorted(folders):
             print(f"{src}: {', '.join(sorted(folders[src]))}")
         return 0
-    for kind, graph, allowed_edges in (("folder", folders, ALLOWED_FOLDER_CYCLE_EDGES),
-                                        ("file", files, ALLOWED_FILE_CYCLE_EDGES)):
-        checked = {v: {w for w in ws if (v, w) not in allowed_edges} for v, ws in graph.items()}
-        for comp in sccs(checked):
-            errors.append(f"{kind} cycle: {cycle_path(checked, comp)}")
-        for v, w in sorted(allowed_edges):
-            if w not in graph.get(v, ()):
-                errors.append(f"{kind} cycle edge {v} -> {w} is allowed but gone: "
-                              "remove it from tools/check-layers.py")
+    for kind, graph in (("folder", folders), ("file", files)):
+        for comp in sccs(graph):
+            errors.append(f"{kind} cycle: {cycle_path(graph, comp)}")
     for e in errors:
         print(e)
     if errors:

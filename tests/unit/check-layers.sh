@@ -55,6 +55,12 @@ expect "fails on process reaching cpython" 1 \
 sed -i 's/^May call (checked): bpf$/May call (checked): bpf, cpython/' "$tmp/tree/user/process/README.md"
 expect "fails on the process-cpython cycle" 1 '^folder cycle: cpython -> process -> cpython$'
 
+# two files of one folder that include each other: the recorder's own header reaching
+# back to its public one
+fresh
+printf '#include "recorder/recorder.h"\n' >>"$tmp/tree/user/recorder/recorder_opts.h"
+expect "fails on a new file cycle" 1 '^file cycle: .*user/recorder/recorder_opts'
+
 # a bpf/ header may not reach the library
 fresh
 printf '#include "cpython/pyproc.h"\n' >>"$tmp/tree/bpf/maps.h"

@@ -101,7 +101,7 @@ static void test_decode_real(void)
 }
 
 /* 3.13: the layout from its _Py_DebugOffsets equals the one generated with offsetof from its
- * headers (py_layouts.c), and the generator part of the async layout that of its object
+ * headers (py_layouts_table.c), and the generator part of the async layout that of its object
  * model. */
 static void test_313_as_generated(void)
 {

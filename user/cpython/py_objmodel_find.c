@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* The object model of a release: the generated table (py_objmodel.c) completed with what
+/* The object model of a release: the generated table (py_objmodel_table.c) completed with what
  * no installed header declares, transcribed from each version's sources. */
 #include <errno.h>
 #include <pthread.h>

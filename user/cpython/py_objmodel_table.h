@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Between the generated table (user/cpython/py_objmodel.c) and the hand-written code that
+/* Between the generated table (user/cpython/py_objmodel_table.c) and the hand-written code that
  * completes it (user/cpython/py_objmodel_find.c); no one else needs it. */
 #ifndef ASYNCBPF_PY_OBJMODEL_TABLE_H
 #define ASYNCBPF_PY_OBJMODEL_TABLE_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Choosing a layout from the generated table (user/cpython/py_layouts.c).
+/* Choosing a layout from the generated table (user/cpython/py_layouts_table.c).
  *
  * For the frame, thread and code structs asyncbpf reads, the layout is constant within a
  * release line for 3.8-3.12, so one table entry serves every micro (3.10.0-3.10.5 and

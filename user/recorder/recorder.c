@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "recorder/recorder.h"
 #include "recorder/recorder_impl.h"
 #include "recorder/status.h"
 #include "clock.h"

@@ -11,7 +11,7 @@
 #include "process/discover.h"
 #include "process/lifecycle.h"
 #include "profile/joiner.h"
-#include "recorder/recorder.h"
+#include "recorder/recorder_opts.h"
 #include "readers/reader.h"
 #include "asyncio/snappace.h"
 #include "asyncio/tracker.h"

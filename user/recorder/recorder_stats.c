@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "process/procfs.h"
+#include "recorder/recorder.h"
 #include "recorder/recorder_impl.h"
 
 /* Resident memory of this process, bytes: all of it (VmRSS, which counts the ring

@@ -7,6 +7,7 @@
 #include "process/procfilter.h"
 #include "process/procfs.h"
 #include "process/procmaps.h"
+#include "recorder/recorder.h"
 #include "recorder/recorder_impl.h"
 #include "recorder/status.h"
 

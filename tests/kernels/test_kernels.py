@@ -1,7 +1,12 @@
 """make test-kernels: Debian's kernels of bullseye (5.10), bookworm (6.1), trixie (6.12)
 and sid, each fetched and verified (fetch.py), booted under qemu (vm.py) with the host's
 root shared read-only, running the smoke subset (guest_smoke.py) inside. A kernel that
-cannot be fetched is skipped with the reason. ASYNCBPF_KERNELS=bullseye,sid picks some."""
+cannot be fetched is skipped with the reason. ASYNCBPF_KERNELS=bullseye,sid picks some.
+
+The guests run side by side, ASYNCBPF_VM_JOBS at a time (default 2): qemu runs both vCPUs
+of a guest on one host thread (vm.py), so two guests take the two cores of the machine
+make test is measured on, and the longest (sid) starts first."""
+import concurrent.futures
 import os
 import re
 import subprocess
@@ -22,6 +27,44 @@ PICKED = [s for s in os.environ.get("ASYNCBPF_KERNELS", "").split(",") if s]
 OUT = os.path.join(REPO, "build", "kernels")
 
 
+def picked():
+    return [s for s in SUITES if not PICKED or s in PICKED]
+
+
+def run_guest(suite):
+    """Fetches and boots suite's kernel: (release tree, fetch s, boot s, exit status) or
+    the exception that stopped it."""
+    t0 = time.monotonic()
+    try:
+        tree = fetch.fetch(suite)
+    except fetch.Unavailable as e:
+        return e
+    t1 = time.monotonic()
+    results = os.path.join(OUT, suite)
+    subprocess.run(["rm", "-rf", results], check=True)
+    os.makedirs(results)
+    try:
+        rc = vm.boot(tree, results, [os.path.join(HERE, "guest-smoke.sh")])
+    except vm.VmError as e:
+        return e
+    return tree, t1 - t0, time.monotonic() - t1, rc
+
+
+_guests = {}
+
+
+def guest(suite):
+    """run_guest(suite)'s answer; the first call starts every picked guest."""
+    if not _guests:
+        jobs = max(1, int(os.environ.get("ASYNCBPF_VM_JOBS", "2")))
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+        os.makedirs(OUT, exist_ok=True)
+        for s in sorted(picked(), key=lambda s: s != "sid"):
+            _guests[s] = pool.submit(run_guest, s)
+        pool.shutdown(wait=False)
+    return _guests[suite].result()
+
+
 def report(suite, line):
     with open(os.path.join(OUT, "summary.txt"), "a") as f:
         f.write("%s: %s\n" % (suite, line))
@@ -33,22 +76,14 @@ def test_kernel(suite):
         pytest.skip("not in ASYNCBPF_KERNELS=%s" % ",".join(PICKED))
     if os.geteuid() != 0:
         pytest.skip("needs root: the guest runs the profiler as the host's root")
-    os.makedirs(OUT, exist_ok=True)
-    t0 = time.monotonic()
-    try:
-        tree = fetch.fetch(suite)
-    except fetch.Unavailable as e:
-        report(suite, "skipped: %s" % e)
-        pytest.skip("%s's kernel cannot be fetched: %s" % (suite, e))
-    t1 = time.monotonic()
+    got = guest(suite)
+    if isinstance(got, fetch.Unavailable):
+        report(suite, "skipped: %s" % got)
+        pytest.skip("%s's kernel cannot be fetched: %s" % (suite, got))
+    if isinstance(got, vm.VmError):
+        pytest.fail("%s: %s" % (suite, got))
+    tree, fetch_s, boot_s, rc = got
     results = os.path.join(OUT, suite)
-    subprocess.run(["rm", "-rf", results], check=True)
-    os.makedirs(results)
-    try:
-        rc = vm.boot(tree, results, [os.path.join(HERE, "guest-smoke.sh")])
-    except vm.VmError as e:
-        pytest.fail("%s: %s" % (suite, e))
-    t2 = time.monotonic()
     cases = []
     try:
         for tc in ET.parse(os.path.join(results, "junit.xml")).iter("testcase"):
@@ -77,7 +112,7 @@ def test_kernel(suite):
                 name, m.group(1), md.group(1) if md else "?", w.group(1)))
     release = os.path.basename(tree)
     report(suite, "%s: fetch %.0f s, boot and smoke %.0f s; %s; %s" % (
-        release, t1 - t0, t2 - t1, ", ".join("%s %s" % c for c in cases) or "no results",
+        release, fetch_s, boot_s, ", ".join("%s %s" % c for c in cases) or "no results",
         "; ".join(costs)))
     try:
         with open(os.path.join(results, "pytest.txt")) as f:

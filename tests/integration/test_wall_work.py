@@ -37,8 +37,13 @@ MECHS = ["default", "to_thread", "anyio"]
 QUEUES = ["queue_a", "queue_b"]  # two tasks sharing a one-thread pool
 QUEUED = "[queued in thread pool]"
 # a job's queued time as wall mode marks it against the time the workload measured: the
-# marker needs the job's state still PENDING; the measure ends at the job's first line
-QUEUED_TOLERANCE = 0.10
+# marker needs the job's state still PENDING; the measure ends at the job's first line.
+# The two queue tasks take turns (at each tick one of them is queued), so a tick that
+# falls at a turn moves its time from one to the other, and a tick cut to the time budget
+# stands some tasks for others: each task's share spread 0.88-1.10 of its measure over 4
+# runs of the suite's 11 interpreters, the pair's total 0.96-1.02.
+QUEUED_TOLERANCE = 0.10  # the pair's total
+QUEUED_SPLIT_TOLERANCE = 0.20  # each task's own
 
 
 def ticking(p):
@@ -201,15 +206,22 @@ def test_waiting_counted_once(run, how):
 def test_queued_marked(run, how):
     """A task whose job waits in the pool's queue (two tasks, one thread): its suspended
     samples ending with [queued in thread pool] total the time its jobs were queued, as
-    the workload measured it, within 10%; the marker is last, after the task's frames
-    down to run_in_executor's await."""
+    the workload measured it, within 20%, and the two tasks' together within 10%; the
+    marker is last, after the task's frames down to run_in_executor's await."""
     task, fn = mech(run, how)
     want = run.waited(task, "queued")
     marked = run.marked(task)
     got = total(marked)
     assert want > 0.2 * run.waited(task), "workload: %s's jobs hardly queued; %s" % (
         task, run.truth(task))
-    assert abs(got - want) <= QUEUED_TOLERANCE * want, (
+    pair = [mech(run, q)[0] for q in QUEUES]
+    got2 = sum(total(run.marked(t)) for t in pair)
+    want2 = sum(run.waited(t, "queued") for t in pair)
+    assert abs(got2 - want2) <= QUEUED_TOLERANCE * want2, (
+        "%s on %s: %.3f s of their suspended samples marked %s, their jobs were queued "
+        "%.3f s; %s" % (" and ".join(pair), run.interp.id, got2 / 1e6, QUEUED, want2 / 1e6,
+                        "; ".join(run.truth(t) for t in pair)))
+    assert abs(got - want) <= QUEUED_SPLIT_TOLERANCE * want, (
         "%s on %s: %.3f s of its suspended samples marked %s, its jobs were queued %.3f s; "
         "%s" % (task, run.interp.id, got / 1e6, QUEUED, want / 1e6, run.truth(task)) + show(
             [s for s in run.mine if s.suspended and task in s.tasks()], n=6,
@@ -232,7 +244,7 @@ def test_queued_only_when_queued(run):
         if m["why"]:
             continue
         got, want = total(run.marked(m["task"])), run.waited(m["task"], "queued")
-        if got > want * (1 + QUEUED_TOLERANCE) + 4e6 / FREQ or (name == "anyio" and got):
+        if got > want * (1 + QUEUED_SPLIT_TOLERANCE) + 4e6 / FREQ or (name == "anyio" and got):
             over[m["task"]] = "%.3f s marked, %.3f s queued" % (got / 1e6, want / 1e6)
     assert not over, "%s: queued marker beyond the measured queueing: %s" % (
         run.interp.id, over)

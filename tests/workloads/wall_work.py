@@ -10,8 +10,12 @@ anyio.to_thread.run_sync(job_anyio) where anyio imports (from argv[1] as in
 thread_work.py for an interpreter without anyio of its own). A mechanism that does not
 exist here is not run, and its fact says why. Two more tasks, pool-a and pool-b, share
 a ThreadPoolExecutor of one thread ("queue-pool"), each awaiting
-loop.run_in_executor(QUEUE, job_pool_X) (0.2 s too), so that each one's job waits in
-the pool's queue while the other's runs: about half their waiting is queued.
+loop.run_in_executor(QUEUE, job_pool_X) (0.1-0.3 s at random, 0.2 s on average), so that
+each one's job waits in the pool's queue while the other's runs: about half their waiting
+is queued. Their lengths vary so that the queue's turns do not keep step with the
+profiler's ticks: with a fixed 0.2 s the turns came every 0.4 s, a whole number of tick
+periods, the ticks kept falling at the same point of each turn, and one task's share of
+the queued ticks came out 7-11% above its measure and the other's as much below.
 
 Each task measures its own waiting: from right before its await to right after it, with
 time.monotonic(), and how long its jobs were queued: from right before the submit to
@@ -26,6 +30,7 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -112,12 +117,12 @@ async def wait_anyio():
 
 def job_pool_a():
     noted("job_pool_a")
-    time.sleep(JOB)
+    time.sleep(random.uniform(JOB / 2, JOB * 1.5))
 
 
 def job_pool_b():
     noted("job_pool_b")
-    time.sleep(JOB)
+    time.sleep(random.uniform(JOB / 2, JOB * 1.5))
 
 
 async def wait_pool_a():

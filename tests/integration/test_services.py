@@ -407,9 +407,6 @@ def _name_verdict(name, segment, truth, task_coroutines):
     if (next_frame is None or Stack.task(next_frame) is not None) and (
             name in task_coroutines or name in set(truth["auto_names"].values())):
         return None  # a task with no frames here (an ended creator): its group name
-    if name == UNKNOWN_GROUP and (next_frame is None or next_frame == "[unknown]" or
-                                  Stack.task(next_frame) is not None):
-        return None  # a Task-N no readable frame here shows the group of, never seen before
     head = name[:-len(CUT)] if name.endswith(CUT) else None
     longer = [g for g in given if len(g) > NAME_MAX and head is not None and g.startswith(head)]
     if longer and NAME_MAX - 1 <= len(head) <= NAME_MAX:
@@ -431,7 +428,9 @@ def _name_verdict(name, segment, truth, task_coroutines):
     if name == "?":
         return "'?': the name was not read" + want
     if name == UNKNOWN_GROUP:
-        return "an unknown group shown for a task whose frames show its coroutine" + want
+        # marked and counted, not wrong text; but on a service every request task's group
+        # is learned from its own samples, so a mark here is a group the joiner lost
+        return "a Task-N whose group was never learned, marked %s" % UNKNOWN_GROUP + want
     kept = head if head is not None else name
     cut = [g for g in given | set(truth["auto_names"]) if len(g) > len(kept) and g.startswith(kept)]
     if cut:
@@ -445,7 +444,9 @@ def _name_verdict(name, segment, truth, task_coroutines):
 
 def test_task_names(run):
     """Every `<task X>` is a name the workload gave (whole up to 255 characters, cut with
-    "…" beyond), one a library gave, or the task's group name: its coroutine's qualname."""
+    "…" beyond), one a library gave, or the task's group name: its coroutine's qualname.
+    A Task-N marked with the unknown group fails too: marked is not wrong, but acceptance 1
+    of issue 25 wants none on a service. Prints the counts of task frames and marks."""
     unknown = sum(s.count for s in run.mine
                   if any(Stack.task(f) == UNKNOWN_GROUP for f in s.frames))
     m = re.search(r"^automatic task names of no known group: (\d+)", run.rec_err, re.M)
@@ -477,6 +478,8 @@ def test_task_names(run):
                 e[0] += s.count
                 hit = True
         total += s.count if hit else 0
+    print("\n%s: %d task frames, %d samples with <task %s> (--stats: %s)" % (
+        "%s-%s" % (run.svc.name, run.interp.id), frames_seen, unknown, UNKNOWN_GROUP, m.group(1)))
     if bad:
         by_why = {}
         for (name, why), (n, s) in bad.items():

@@ -168,6 +168,8 @@ enum task_flags {
 	TASK_CYCLE = 1 << 2,	 /* its awaiter is already in the chain: the walk ends here */
 	TASK_TRUNCATED = 1 << 3, /* more coroutine frames than recorded */
 	TASK_MORE = 1 << 4,	 /* it has awaiters beyond MAX_TASKS */
+	TASK_MEMO = 1 << 5,	 /* wall mode: walked earlier in this run; its chain from here
+				  * is that walk's, joined by userspace (user/readers/walljoin.c) */
 };
 
 #define TASK_NAME_LEN 32

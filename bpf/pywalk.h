@@ -300,6 +300,13 @@ static PW_INLINE __u32 pw_code_fp_of(const struct py_proc *p, const __u8 *c)
  * reused the frames meanwhile. Its reads fault pages in: an address they cannot read is
  * no object. Elsewhere the walked thread is interrupted, and the checks' stack (5.10's
  * 512 bytes) is spared. */
+/* An includer that walks many tasks in one run may end a chain at a task walked earlier
+ * in the run (PW_MEMO_HIT(w): the task w moved to, by an awaiter link); elsewhere every
+ * chain is walked whole. */
+#ifndef PW_MEMO_HIT
+#define PW_MEMO_HIT(w) 0
+#endif
+
 #ifdef PW_READS_RUNNING
 #define PW_NOT_CODE(s, v) ((s)->not_code = (v))
 #else
@@ -1035,6 +1042,10 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 	w->cur_coro = link->parent_coro;
 	w->cur_serial = link->parent_serial;
 	w->cur_flags = link->kind == LINK_ORIGIN ? TASK_ORIGIN : 0;
+	if (link->kind == LINK_AWAITER && PW_MEMO_HIT(w)) {
+		w->cur_flags = TASK_MEMO;
+		return 0;
+	}
 	alive = pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial);
 	/* a creator that awaits the task now (aiohttp's connection task its request) is drawn
 	 * as an awaiter, as it is once a snapshot has seen it */
@@ -1081,8 +1092,9 @@ static long pw_task_step(__u32 i, void *ctx)
 	t->first = w->used;
 	t->nframes = 0;
 	w->n = n + 1;
-	if (w->cur_flags & TASK_ENDED)
-		return 1; /* gone: its name is the one the link to it recorded */
+	/* gone: its name is the one the link to it recorded; or walked already */
+	if (w->cur_flags & (TASK_ENDED | TASK_MEMO))
+		return 1;
 	pw_task_name(w);
 	if (w->cur_flags & TASK_CYCLE)
 		return 1;

@@ -33,6 +33,9 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 /* a thread may run on another CPU while it is read (bpf_copy_from_user_task faults
  * pages in) */
 #define PW_READS_RUNNING
+struct pw_tasks;
+static __always_inline int memo_hit(const struct pw_tasks *w);
+#define PW_MEMO_HIT(w) memo_hit(w)
 /* one run at a time: the name cache's key can be a global */
 #define NAME_KEY(r) (&name_key)
 struct name_key name_key;
@@ -50,6 +53,17 @@ __u32 ntasks;
 __u32 tasks_pending;
 
 #define HEAD_MAX 128
+
+/* The tasks whose walk an emitted suspended-task chain of this run holds (WALL_MEMO_SKIP),
+ * by address: 1,000 connections gathered by one task walk that task's chain once a tick,
+ * not 1,000 times. Entries of another run (memo_run) are stale; memo_on only while the
+ * suspended tasks are walked (the thread samples are not held for the join). A task's walk
+ * is reused only within the run that made it: the run's samples stand for one tick, and
+ * each of its walks reads its tasks at a moment of its own anyway. The task was proven
+ * then (serial, coroutine), and its serial is in the key: a task freed and another made at
+ * its address since has another. */
+struct memo_slot memo[WALL_MEMO_SLOTS];
+__u32 memo_run, memo_on;
 
 /* A listed task's state, fut_waiter and coroutine, in one read: they lie within 100 bytes
  * of each other in the task object, and each read of another process's memory costs
@@ -102,6 +116,67 @@ static __always_inline void name_stat(__u32 what)
 	stat_inc(what == NAME_STAT_HIT ? WSTAT_NAME_HITS : WSTAT_NAME_COPIES);
 }
 
+static __always_inline __u32 memo_slot_of(__u64 task)
+{
+	return (__u32)((task >> 4) ^ (task >> 11)) & (WALL_MEMO_SLOTS - 1);
+}
+
+static __always_inline int memo_hit(const struct pw_tasks *w)
+{
+	const struct memo_slot *m = &memo[memo_slot_of(w->cur)];
+
+	if (!memo_on || m->run != memo_run || m->task != w->cur || m->serial != w->cur_serial)
+		return 0;
+	stat_inc(WSTAT_MEMO_HITS);
+	return 1;
+}
+
+struct memo_put {
+	const struct py_sample *s;
+	__u32 ok;
+};
+
+static long memo_check_step(__u32 i, void *ctx)
+{
+	struct memo_put *m = ctx;
+
+	if (i >= m->s->hdr.ntasks)
+		return 1;
+	if (m->s->tasks[i & (MAX_TASKS - 1)].flags & WALL_MEMO_BLOCK) {
+		m->ok = 0;
+		return 1;
+	}
+	return 0;
+}
+
+static long memo_put_step(__u32 i, void *ctx)
+{
+	struct memo_put *m = ctx;
+	const struct task_rec *t;
+	struct memo_slot *e;
+
+	if (i >= m->s->hdr.ntasks)
+		return 1;
+	t = &m->s->tasks[i & (MAX_TASKS - 1)];
+	if (!i || t->flags & WALL_MEMO_SKIP)
+		return 0;
+	e = &memo[memo_slot_of(t->addr)];
+	e->task = t->addr;
+	e->serial = t->serial;
+	e->run = memo_run;
+	return 0;
+}
+
+/* An emitted chain's tasks, for the later chains of the run (see struct memo_slot). */
+static __always_inline void memo_put(const struct py_sample *s)
+{
+	struct memo_put m = { .s = s, .ok = !(s->hdr.flags & SAMPLE_READ_ERR) };
+
+	bpf_loop(MAX_TASKS, memo_check_step, &m, 0);
+	if (m.ok)
+		bpf_loop(MAX_TASKS, memo_put_step, &m, 0);
+}
+
 static __always_inline void walk_chain(struct pw_tasks *w, struct scratch *sc)
 {
 	w->smp = &sc->w.s;
@@ -111,7 +186,7 @@ static __always_inline void walk_chain(struct pw_tasks *w, struct scratch *sc)
 	sc->w.s.hdr.ncoro = w->used - sc->w.s.hdr.nframes;
 }
 
-static __always_inline void emit(struct scratch *sc)
+static __always_inline int emit(struct scratch *sc)
 {
 	__u64 size = offsetof(struct wall_sample, s.frames) +
 		     (sc->w.s.hdr.nframes + sc->w.s.hdr.ncoro) * sizeof(struct frame_rec);
@@ -123,8 +198,11 @@ static __always_inline void emit(struct scratch *sc)
 		stat_inc(WSTAT_READ_ERR);
 	if (sc->w.s.hdr.flags & SAMPLE_TRUNCATED)
 		stat_inc(WSTAT_TRUNCATED);
-	if (bpf_ringbuf_output(&wall_events, &sc->w, size, BPF_RB_NO_WAKEUP))
+	if (bpf_ringbuf_output(&wall_events, &sc->w, size, BPF_RB_NO_WAKEUP)) {
 		stat_inc(WSTAT_LOST);
+		return -1;
+	}
+	return 0;
 }
 
 /* Does the suspended task await a thread pool's job still queued? Proven as the pool link
@@ -261,7 +339,8 @@ static long suspended_step(__u32 i, void *ctx)
 		stat_inc(WSTAT_QUEUED);
 	}
 	stat_inc(WSTAT_TASKS);
-	emit(sc);
+	if (!emit(sc))
+		memo_put(&sc->w.s);
 	return 0;
 }
 
@@ -270,7 +349,10 @@ static __always_inline void walk_suspended(struct pw_reader *r, const struct py_
 {
 	struct suspended x = { .r = r, .p = p, .sc = sc, .pid = pid, .tid = tid };
 
+	memo_run++;
+	memo_on = 1;
 	bpf_loop(WALL_MAX_TASKS, suspended_step, &x, 0);
+	memo_on = 0;
 }
 
 /* Its own stack frame: the suspended-task walk that follows nests deeper. */

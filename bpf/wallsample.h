@@ -14,6 +14,20 @@ struct wall_task {
 	__u32 pad;
 };
 
+/* A suspended task's chain, once emitted, is the run's walk of each of its tasks[i], i >= 1,
+ * with none of WALL_MEMO_SKIP: a later chain of the run reaching that task ends there
+ * (TASK_MEMO). Not when the walk met a read error or a chain with any of WALL_MEMO_BLOCK,
+ * which depend on what came before it. Both sides keep to this. */
+#define WALL_MEMO_SKIP	(TASK_ORIGIN | TASK_ENDED | TASK_MEMO)
+#define WALL_MEMO_BLOCK (TASK_CYCLE | TASK_MORE)
+#define WALL_MEMO_SLOTS 64
+
+/* BPF's own: a task whose walk a chain emitted in run `run` holds (wall.bpf.c) */
+struct memo_slot {
+	__u64 task, serial;
+	__u32 run, pad;
+};
+
 /* wall_task.flags */
 #define WALL_TASK_NEW 1 /* created since the last snapshot: not known to await no task */
 
@@ -47,6 +61,7 @@ enum wall_stat {
 	WSTAT_QUEUED,	   /* suspended-task samples awaiting a pool job not started */
 	WSTAT_TASK_DONE,   /* listed tasks found done (not pending) */
 	WSTAT_TASK_AWAITS, /* listed tasks found awaiting a task: drawn in its chain */
+	WSTAT_MEMO_HITS,   /* chains ended at a task walked earlier in the run */
 	WSTAT_MAX,
 };
 

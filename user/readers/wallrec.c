@@ -8,6 +8,7 @@
 
 #include "hash.h"
 #include "readers/wall.h"
+#include "readers/walljoin.h"
 #include "readers/wallrec.h"
 #include "readers/walltasks.h"
 #include "clock.h"
@@ -67,6 +68,7 @@ struct wallrec {
 	size_t nheld, capheld;
 	struct linked_task *linked;
 	size_t nlinked, caplinked;
+	struct walljoin *join; /* the chains ended at an earlier walk of the run */
 	/* statistics */
 	uint64_t ticks, late, run_errors, capped, budgeted, tick_ns;
 	int rt_err; /* the ticker's SCHED_FIFO request: 0, or why it was refused */
@@ -75,6 +77,7 @@ struct wallrec {
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 	uint64_t folded, folded_ns, hold_lost;
+	uint64_t joined, join_missing;
 	/* this run's first thread sample and last task sample (BPF's clock): the tasks are
 	 * walked between them, at the first thread */
 	uint64_t run_thread_ns, run_task_ns;
@@ -175,6 +178,18 @@ static int hold(struct wallrec *wr, const struct wall_sample *ws, size_t size)
 	return 0;
 }
 
+/* s with its chain whole (see walljoin.h). */
+static const struct py_sample *resolve(struct wallrec *wr, const struct py_sample *s)
+{
+	int missing;
+	const struct py_sample *o = walljoin_resolve(wr->join, s, &missing);
+
+	if (o != s)
+		wr->joined++;
+	wr->join_missing += missing;
+	return o;
+}
+
 static void on_sample(void *ctx, const struct wall_sample *ws, size_t size)
 {
 	struct wallrec *wr = ctx;
@@ -191,7 +206,7 @@ static void on_sample(void *ctx, const struct wall_sample *ws, size_t size)
 		wr->hold_lost++;
 		wall = task_wall(wr);
 		wr->wall_tasks += wall;
-		joiner_sample_ns(wr->jn, &ws->s, wall, 0);
+		joiner_sample_ns(wr->jn, resolve(wr, &ws->s), wall, 0);
 		return;
 	}
 	wall = wr->dt;
@@ -227,14 +242,18 @@ static void flush_held(struct wallrec *wr)
 		memcpy(&size, wr->held + at, sizeof(size));
 		ws = (const struct wall_sample *)(wr->held + at + sizeof(size_t));
 		at += sizeof(size_t) + ((size + 15) & ~(size_t)15);
+		/* a chain later in the run may end at one of this one's tasks: noted first */
+		if (walljoin_add(wr->join, &ws->s))
+			wr->join_missing++;
 		if (ws->s.hdr.ntasks && wr->nlinked && is_linked(wr, &ws->s.tasks[0])) {
 			wr->folded++;
 			wr->folded_ns += wall;
 			continue;
 		}
 		wr->wall_tasks += wall;
-		joiner_sample_ns(wr->jn, &ws->s, wall, 0);
+		joiner_sample_ns(wr->jn, resolve(wr, &ws->s), wall, 0);
 	}
+	walljoin_reset(wr->join);
 	wr->nheld = 0;
 	wr->nlinked = 0;
 }
@@ -276,8 +295,13 @@ struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker
 	wr->period = 1000000000ULL / o->freq;
 	wr->rand = mono_ns() | 1;
 	pthread_mutex_init(&wr->mu, NULL);
-	wr->w = wall_open(s, o->run_stats, on_sample, on_life, wr, err, errlen);
+	wr->join = walljoin_new();
+	wr->w = wr->join ? wall_open(s, o->run_stats, on_sample, on_life, wr, err, errlen) : NULL;
+	if (!wr->join)
+		snprintf(err, errlen, "out of memory");
 	if (!wr->w) {
+		walljoin_free(wr->join);
+		pthread_mutex_destroy(&wr->mu);
 		free(wr);
 		return NULL;
 	}
@@ -297,6 +321,7 @@ void wallrec_free(struct wallrec *wr)
 	free(wr->cpu);
 	free(wr->held);
 	free(wr->linked);
+	walljoin_free(wr->join);
 	pthread_mutex_destroy(&wr->mu);
 	free(wr);
 }
@@ -590,6 +615,11 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		"%llu)\n",
 		(unsigned long long)wr->folded, wr->folded_ns / 1e9,
 		(unsigned long long)wr->hold_lost);
+	fprintf(f,
+		"wall task chains ended at an earlier walk of the tick: %llu, joined to it: "
+		"%llu (not joined, shown [incomplete]: %llu)\n",
+		(unsigned long long)st.stat[WSTAT_MEMO_HITS], (unsigned long long)wr->joined,
+		(unsigned long long)wr->join_missing);
 	fprintf(f, "wall tasks queued in a thread pool: %llu (suspended-task samples)\n",
 		(unsigned long long)st.stat[WSTAT_QUEUED]);
 	fprintf(f, "wall reads: %llu (%.1f per tick)\n", (unsigned long long)st.stat[WSTAT_READS],

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "profile/joiner.h"
 
 /* a container, process, thread, a marker, the thread's frames, per task a boundary, markers
@@ -12,8 +13,19 @@
 	(MAX_FRAMES + MAX_CORO_FRAMES + (SITE_FRAMES + 5) * MAX_TASKS + 7 + NATIVE_MAX_FRAMES + 1)
 /* the group of a Task-N that no frame has shown */
 #define UNKNOWN_GROUP "[unknown]"
+/* slots of the frame memo, a power of two */
+#define FRAME_MEMO 4096
 /* the thread's frames, Python and native */
 #define MAX_THREAD (MAX_FRAMES + NATIVE_MAX_FRAMES + 1)
+
+/* Symbolizing a frame (its code object's entry, its line from the line table, the
+ * profile's interning by text) costs more than the rest of a sample's handling; the same
+ * frames come back sample after sample. */
+struct frame_memo {
+	uint64_t code;
+	uint32_t pid, fp, gen, id;
+	int32_t instr;
+};
 
 int joiner_init(struct joiner *jn)
 {
@@ -26,8 +38,10 @@ int joiner_init(struct joiner *jn)
 	/* a Task-N per request of a busy server would push out the few names of functions */
 	jn->groups = autogroups_new(1024);
 	jn->numbered = autogroups_new(4096);
-	if (!jn->prof || !jn->syms || !jn->names || !jn->sites || !jn->threads || !jn->groups ||
-	    !jn->numbered) {
+	jn->frames = calloc(FRAME_MEMO, sizeof(*jn->frames));
+	jn->frames_gen = 1;
+	if (!jn->frames || !jn->prof || !jn->syms || !jn->names || !jn->sites || !jn->threads ||
+	    !jn->groups || !jn->numbered) {
 		joiner_fini(jn);
 		return -ENOMEM;
 	}
@@ -45,6 +59,7 @@ void joiner_fini(struct joiner *jn)
 	autogroups_free(jn->numbered);
 	unwinder_free(jn->unw);
 	free(jn->targets);
+	free(jn->frames);
 	memset(jn, 0, sizeof(*jn));
 }
 
@@ -98,6 +113,7 @@ void joiner_del_target(struct joiner *jn, pid_t pid)
 		autogroups_forget_prefix(jn->numbered, prefix);
 	}
 	symtab_forget(jn->syms, pid);
+	jn->frames_gen++;
 	tasknames_forget(jn->names, pid);
 	pythreads_forget(jn->threads, pid);
 	if (jn->unw)
@@ -211,6 +227,7 @@ struct profile *joiner_cut(struct joiner *jn)
 		return NULL;
 	profile_set_period(p, profile_period(old));
 	jn->prof = p;
+	jn->frames_gen++;
 	/* a target's process and container frames are ids in the profile: intern them
 	 * again in the new one, and give it a new stack budget there */
 	for (i = 0; i < jn->ntargets; i++) {
@@ -239,9 +256,17 @@ static uint32_t special(struct joiner *jn, const char *name)
 
 static uint32_t python_frame(struct joiner *jn, struct target *tg, const struct frame_rec *f)
 {
-	const struct py_code *c = symtab_code(jn->syms, &tg->t, FRAME_CODE(f), f->fp);
-	uint32_t id;
+	uint64_t code = FRAME_CODE(f);
+	uint32_t pid = (uint32_t)tg->t.pid, id;
+	struct frame_memo *m = &jn->frames[hash_u64(code ^ (uint64_t)pid << 32 ^
+						    (uint64_t)(uint32_t)f->instr * 0x9E3779B9u) &
+					   (FRAME_MEMO - 1)];
+	const struct py_code *c;
 
+	if (m->gen == jn->frames_gen && m->code == code && m->pid == pid && m->fp == f->fp &&
+	    m->instr == f->instr)
+		return m->id;
+	c = symtab_code(jn->syms, &tg->t, code, f->fp);
 	if (!c->valid) {
 		jn->unknown_frames++;
 		return special(jn, "[unknown]");
@@ -249,6 +274,13 @@ static uint32_t python_frame(struct joiner *jn, struct target *tg, const struct 
 	id = profile_frame(jn->prof, FRAME_PYTHON, c->qualname, c->filename,
 			   py_code_line(c, tg->t.version, f->instr));
 	profile_set_start_line(jn->prof, id, c->firstlineno);
+	if (id != UINT32_MAX)
+		*m = (struct frame_memo){ .code = code,
+					  .pid = pid,
+					  .fp = f->fp,
+					  .gen = jn->frames_gen,
+					  .id = id,
+					  .instr = f->instr };
 	return id;
 }
 

@@ -72,6 +72,10 @@ struct joiner {
 	/* automatic task names (Task-N, anyio's module.qualname) as they are; by default
 	 * such a task is shown by its coroutine's qualname */
 	bool task_ids;
+	/* the profile's frame of a (pid, code, fingerprint, instruction) seen lately; entries
+	 * of another frames_gen are stale (a cut began a new profile, a process left) */
+	struct frame_memo *frames;
+	uint32_t frames_gen;
 };
 
 int joiner_init(struct joiner *jn);

@@ -167,6 +167,9 @@ static struct bench_result run_one(const struct opts *o, int r, unsigned int fre
 						: r >= 0	  ? bench_readers[r]
 								  : NULL,
 				      .native = r == BENCH_NATIVE,
+				      /* BPF as users run it: the creation probe links each
+				       * task at its birth (the userspace readers have none) */
+				      .origins = r == 0 || r == BENCH_NATIVE,
 				      .freq = freq,
 				      .output = o->profile,
 				      .stats = o->stats };

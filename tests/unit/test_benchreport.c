@@ -34,6 +34,7 @@ static void fill(struct bench_report *r)
 					  .unwind_ns = NAN,
 					  .taken = 100,
 					  .recorded = 100,
+					  .in_task = 80,
 					  .ok = 1 };
 
 	bench_report_init(r);
@@ -80,7 +81,7 @@ static void test_write(void)
 	      "%s", md);
 	CHECK(md && strstr(md, "| memcpy @ 99 Hz | 1 | 2.000 (2.000-2.000) | 2.000 | 1.000 | "
 			       "2.000 | 1.0 (1.0-1.0) | 1.5 | 3.0 (300) | - | 5000.0 | 0.100 | "
-			       "100 | 100 | 0 | 0.500 / 0.250 | 0.900 |\n"),
+			       "100 | 100 | 0 | 0.800 | 0.500 / 0.250 | 0.900 |\n"),
 	      "%s", md);
 	CHECK(md && strstr(md, "| bpf @ 999 Hz |") && strstr(md, "| (is bpf) 1.000 / 1.000 |"),
 	      "bpf against itself: %s", md);
@@ -90,6 +91,21 @@ static void test_write(void)
 	CHECK(csv && !strncmp(csv, "config,reader,freq,runs,", 24) &&
 		      strstr(csv, "\nbpf --native @ 999 Hz,bpf --native,999,1,2.0000,"),
 	      "%s", csv);
+	/* every row of readers.csv has the header's columns */
+	for (const char *l = csv, *e; l && *l; l = e + 1) {
+		static int want = -1;
+		int n = 0;
+
+		e = strchr(l, '\n');
+		if (!e)
+			break;
+		for (const char *c = l; c < e; c++)
+			n += *c == ',';
+		if (want < 0)
+			want = n;
+		CHECK(n == want, "%d columns, the header %d: %.*s", n + 1, want + 1, (int)(e - l),
+		      l);
+	}
 	CHECK(depth && !strcmp(depth, "depth,bpf_ns,memcpy_ns,vmreadv_ns,bpf_native_ns\n"
 				      "10,1000,2000,3000,4000\n30,2000,4000,6000,8000\n"),
 	      "%s", depth);

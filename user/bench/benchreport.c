@@ -106,7 +106,7 @@ static void write_threadwork(const struct bench_report *rep, FILE *md, FILE *csv
 			"thread work %s @ %d "
 			"Hz,bpf,%d,%d,%.4f,%.4f,%.4f,nan,%.4f,nan,%.0f,%.0f,%.0f,"
 			"nan,%.4f,%.0f,%.0f,%.0f,nan,nan,%.1f,%.0f,nan,nan,%.0f,0,%.0f,%.0f,%.0f,"
-			"%.4f\n",
+			"%.4f,nan\n",
 			bench_tw_modes[m], BENCH_TW_FREQ, BENCH_TW_FREQ, w.n, w.med, w.min, w.max,
 			TW_SUMMARY(rep, m, cpu).med, cost[m].med, cost[m].min, cost[m].max,
 			TW_SUMMARY(rep, m, prof_cpu).med, taken.mean,
@@ -124,7 +124,7 @@ static void write_threadwork(const struct bench_report *rep, FILE *md, FILE *csv
 	/* cost_ns: the repetitions' differences, median (min-max) */
 	fprintf(csv,
 		"thread work link cost @ %d Hz,bpf,%d,%d,nan,nan,nan,nan,nan,nan,%.0f,%.0f,%.0f,"
-		"nan,nan,nan,nan,nan,nan,nan,%.1f,%.0f,nan,nan,nan,0,%.0f,nan,nan,nan\n",
+		"nan,nan,nan,nan,nan,nan,nan,%.1f,%.0f,nan,nan,nan,0,%.0f,nan,nan,nan,nan\n",
 		BENCH_TW_FREQ, BENCH_TW_FREQ, dcost.n, dcost.med, dcost.min, dcost.max,
 		reads[0].med - reads[1].med, bytes[0].med - bytes[1].med, dcost.med);
 }
@@ -218,25 +218,28 @@ static void write_config(FILE *md, FILE *csv, const struct bench_report *rep,
 	/* the target's extra CPU time per sample: the whole cost a sample puts on it, signal
 	 * delivery and kernel entries included (µs) */
 	double tcpu = c->reader < 0 ? NAN : (cp.med - bc.med) / SUMMARY(c, taken).mean * 1e6;
+	/* the share of its samples that walked a task chain: BPF's creation probe knows
+	 * every task at birth, the other readers only those of the last task snapshot */
+	double in_task = c->reader < 0 ? NAN : SUMMARY(c, in_task).mean / SUMMARY(c, taken).mean;
 	char name[64], rtext[48], ntext[64];
 
 	bench_config_name(c, name, sizeof(name));
 	fprintf(md, "| %s | %d | %.3f (%.3f-%.3f) | %.3f | %.3f | %.3f |", name, w.n, w.med, w.min,
 		w.max, w.med / bw.med, cp.med, cp.med / bc.med);
 	if (c->reader < 0)
-		fprintf(md, " - | - | - | - | - | - | - | - | - | - | - |\n");
+		fprintf(md, " - | - | - | - | - | - | - | - | - | - | - | - |\n");
 	else
 		fprintf(md,
 			" %.1f (%.1f-%.1f) | %.1f | %s | %s | %.1f | %.3f | %.0f | %.0f | %.0f | "
-			"%s%.3f / %.3f | %.3f |\n",
+			"%.3f | %s%.3f / %.3f | %.3f |\n",
 			cost.med / 1e3, cost.min / 1e3, cost.max / 1e3, mean.med / 1e3,
 			reads_text(c, rtext, sizeof(rtext)), native_text(c, ntext, sizeof(ntext)),
 			tcpu, pc.med, SUMMARY(c, taken).mean, SUMMARY(c, recorded).mean,
-			SUMMARY(c, lost).mean, vs_bpf ? "" : "(is bpf) ", vs_bpf ? ov : 1.0,
-			vs_bpf ? ovl : 1.0, c->overlap_self);
+			SUMMARY(c, lost).mean, in_task, vs_bpf ? "" : "(is bpf) ",
+			vs_bpf ? ov : 1.0, vs_bpf ? ovl : 1.0, c->overlap_self);
 	fprintf(csv,
 		"%s,%s,%u,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.0f,%.0f,%.4f,%.0f,"
-		"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,nan\n",
+		"%.0f,%.0f,%.4f,%.4f,%.1f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,nan,%.4f\n",
 		name, c->reader < 0 ? "none" : bench_readers[c->reader], c->freq, w.n, w.med, w.min,
 		w.max, w.med / bw.med, cp.med, cp.med / bc.med, cost.med, cost.min, cost.max,
 		tcpu * 1e3, pc.med, SUMMARY(c, taken).mean, SUMMARY(c, recorded).mean,
@@ -244,7 +247,7 @@ static void write_config(FILE *md, FILE *csv, const struct bench_report *rep,
 		SUMMARY(c, read_bytes).med, SUMMARY(c, native_bytes).med, SUMMARY(c, unwind_ns).med,
 		SUMMARY(c, p90_ns).med, extra_ns(c, sig),
 		SUMMARY(c, cost_ns).med + extra_ns(c, sig),
-		SUMMARY(c, p90_ns).med + extra_ns(c, sig), SUMMARY(c, work_linked).med);
+		SUMMARY(c, p90_ns).med + extra_ns(c, sig), SUMMARY(c, work_linked).med, in_task);
 }
 
 /* The readers' profiles against each other, the start-up and the depth sweep. */
@@ -300,15 +303,15 @@ static int write_readers(const char *dir, const struct bench_report *rep, char *
 		     "profiler_cpu_s,taken,"
 		     "recorded,lost,overlap_bpf,overlap_self,reads_per_sample,bytes_per_sample,"
 		     "native_stack_bytes,unwind_ns,p90_ns_med,signal_ns,whole_ns_med,"
-		     "whole_p90_ns_med,work_linked,linked_share\n");
+		     "whole_p90_ns_med,work_linked,linked_share,in_task_share\n");
 	fprintf(md, "| run | n | wall s (min-max) | slowdown wall | target CPU s | slowdown CPU | "
 		    "cost/sample µs, median (min-max) | mean | reads/sample (bytes) | "
 		    "native stack copy, unwind per sample | "
 		    "target CPU µs per sample | "
 		    "profiler CPU s | "
-		    "samples taken | recorded | lost | "
+		    "samples taken | recorded | lost | in a task chain | "
 		    "overlap with bpf (stacks / leaves) | overlap self (stacks) |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int i = 0; i < BENCH_NCONFIGS; i++)
 		write_config(md, csv, rep, &rep->cfg[i], &sig);
 	write_costs(md, rep->cfg, &sig);

@@ -185,6 +185,7 @@ static void parse_stats(const char *text, const char *reader, struct bench_resul
 	res->lost = stat_of(text, "lost");
 	res->work_linked = stat_of(text, "thread work linked");
 	res->work_unlinked = stat_of(text, "thread work unlinked");
+	res->in_task = stat_of(text, "samples in asyncio tasks");
 	res->cost_ns = stat_of(text, "median read time per sample");
 	res->p90_ns = stat_of(text, "p90 read time per sample");
 	res->reads = stat_of(text, "reads per python sample");
@@ -341,7 +342,8 @@ struct bench_result bench_run(const char *prog, const struct bench_workload *w,
 				    .native_bytes = NAN,
 				    .unwind_ns = NAN,
 				    .work_linked = NAN,
-				    .work_unlinked = NAN };
+				    .work_unlinked = NAN,
+				    .in_task = NAN };
 	int to, from, st, efd = -1;
 	pid_t target, recpid = 0;
 

@@ -38,6 +38,7 @@ struct bench_result {
 	double taken, recorded, lost;
 	double work_linked;   /* pool workers' samples drawn under their task (bpf) */
 	double work_unlinked; /* theirs whose item no task awaited */
+	double in_task;	      /* samples that walked a task chain (in an asyncio task) */
 	int ok; /* the work finished with the expected result, the recorder exited 0 */
 };
 

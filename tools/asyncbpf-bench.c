@@ -363,6 +363,36 @@ int main(int argc, char **argv)
 				rep + 1, bench_tw_modes[m], x->wall, x->cost_ns, x->mean_ns,
 				x->work_linked, x->taken);
 		}
+	/* the long-lived chain: each reader in turn, the order rotated */
+	for (int rep = 0; rep < o.reps; rep++)
+		for (int k = 0; k < BENCH_CHAIN_READERS; k++) {
+			int r = (k + rep) % BENCH_CHAIN_READERS;
+			/* as many rounds of work as the mixed workload's leaves do */
+			struct bench_workload w = { .python = o.python,
+						    .script = o.script,
+						    .requests = o.requests * 36,
+						    .work = o.work,
+						    .depth = BENCH_CHAIN_DEPTH,
+						    .mode = "chain",
+						    .preload =
+							    r == BENCH_MEMCPY ? o.preload : NULL };
+			struct bench_recorder rec = { .path = o.record,
+						      .reader = bench_readers[r],
+						      .freq = BENCH_TW_FREQ,
+						      .output = o.profile,
+						      .stats = o.stats,
+						      .origins = r == 0 };
+			struct bench_result *x = &report.chain[r][rep];
+
+			*x = bench_run("asyncbpf-bench", &w, &rec);
+			if (!x->ok)
+				failed++;
+			fprintf(stderr,
+				"asyncbpf-bench: rep %d chain %-7s wall %.3f s cost %.0f ns (mean "
+				"%.0f), %.0f of %.0f samples in a task chain\n",
+				rep + 1, bench_readers[r], x->wall, x->cost_ns, x->mean_ns,
+				x->in_task, x->taken);
+		}
 	for (int m = 0; m < BENCH_NMODES; m++) {
 		struct bench_workload w = { .python = o.python,
 					    .script = o.script,

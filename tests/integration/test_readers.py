@@ -277,8 +277,9 @@ def test_memcpy_real_fault_reaches_target(built, tmp, segv_lib, churn, case):
 
 
 def test_bench_quick(built, tmp, churn):
-    """asyncbpf-bench --quick runs and writes its table, CSV and plot, thread work's
-    included."""
+    """asyncbpf-bench --quick runs and writes its table, CSV and plot, thread work's and
+    the long-lived chain's included; BPF runs with its creation probe, so nearly all of
+    its samples of the chain walked a task chain."""
     py = pick((3, 11))
     out = os.path.join(tmp, "bench")
     r = subprocess.run([BENCH, "--quick", "--python", py.path, "--out", out],
@@ -288,12 +289,15 @@ def test_bench_quick(built, tmp, churn):
     assert r.returncode == 0, r.stderr[-3000:]
     with open(os.path.join(out, "readers.csv")) as f:
         rows = f.read().splitlines()
-    assert len(rows) == 13, rows
+    assert len(rows) == 16, rows
     for reader in READERS + ["bpf --native"]:
         for hz in (99, 999):
             assert any(row.startswith("%s @ %d Hz," % (reader, hz)) for row in rows), rows
     for run in ("linked", "thread", "link cost"):
         assert any(row.startswith("thread work %s @ 999 Hz,bpf," % run) for row in rows), rows
+    for reader in READERS:
+        assert any(row.startswith("chain %s @ 999 Hz,%s," % (reader, reader))
+                   for row in rows), rows
     # the --native rows measure the stack copy and the unwinding, the others do not
     head = rows[0].split(",")
     for row in rows[1:]:
@@ -313,6 +317,8 @@ def test_bench_quick(built, tmp, churn):
             assert float(v["linked_share"]) > 0.5, row
         elif v["config"].startswith("thread work thread"):
             assert float(v["linked_share"]) == 0, row
+        if v["config"] == "chain bpf @ 999 Hz":
+            assert float(v["in_task_share"]) > 0.9, row
         if v["config"].startswith("thread work link cost"):
             assert not math.isnan(own) and whole == own, row
             continue

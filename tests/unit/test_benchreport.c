@@ -54,6 +54,8 @@ static void fill(struct bench_report *r)
 			r->pair_overlap[f][k] = 0.5 / (1 << k);
 	for (int m = 0; m < BENCH_NTW; m++)
 		r->tw[m][0] = run;
+	for (int k = 0; k < BENCH_CHAIN_READERS; k++)
+		r->chain[k][0] = run;
 	r->depths = depths;
 	r->ndepths = 2;
 	for (int k = 0; k < BENCH_NREADERS; k++) {
@@ -88,6 +90,9 @@ static void test_write(void)
 	CHECK(md && strstr(md, "| memcpy @ 99 Hz | 1.00 | 2.00 | 0.50 | 1.50 | 2.50 |"),
 	      "the signal added to memcpy: %s", md);
 	CHECK(md && strstr(md, "| 999 | 0.500 | 0.250 | 0.125 |"), "pairwise: %s", md);
+	CHECK(md && strstr(md, "| memcpy | 1 | 1.0 (1.0-1.0) | 1.5 | 1.5 | 3.0 (300) | 0.800 |") &&
+		      strstr(md, "| vmreadv | 1 | 1.0 (1.0-1.0) | 1.5 | 1.0 | 3.0 (300) | 0.800 |"),
+	      "the long chain, memcpy's whole cost with the signal: %s", md);
 	CHECK(csv && !strncmp(csv, "config,reader,freq,runs,", 24) &&
 		      strstr(csv, "\nbpf --native @ 999 Hz,bpf --native,999,1,2.0000,"),
 	      "%s", csv);

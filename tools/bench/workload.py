@@ -12,6 +12,10 @@ coroutines that awaits `asyncio.to_thread(fn)` (`loop.run_in_executor(None, fn)`
 for it. fn recurses `depth` calls deep and burns `work` rounds there;
 both modes give the worker the same number of Python frames (threading's, two of the
 pool's or two stand-ins for them, fn's), and both run one item in a pool before READY.
+"chain" (the async walk's cost on its own): three tasks, each awaiting the next from the
+bottom of a chain of `depth` coroutines (CHAIN_DEPTH if 0), the last one spinning
+`requests` rounds of CPU work and `await sleep(0)` at the bottom of its own: every
+sample walks the running chain and two suspended ones, which stay in place.
 Prints READY, waits for a line on stdin, runs, and prints one JSON line:
 {"result": ..., "expected": ..., "wall": seconds, "cpu": seconds}.
 """
@@ -27,6 +31,7 @@ BRANCHES = 4
 FANOUT = 3
 BATCH = 8
 AWAIT_DEPTH = 3  # thread work: the awaiting task's coroutines above its await
+CHAIN_DEPTH = 40
 
 
 def cpu(n):
@@ -116,12 +121,33 @@ async def unlinked(requests, work, depth):
     return total
 
 
+async def spin(d, requests, work):
+    if d > 0:
+        return await spin(d - 1, requests, work)
+    total = 0
+    for _ in range(requests):
+        total += cpu(work)
+        await asyncio.sleep(0)
+    return total
+
+
+async def hold(d, inner):
+    if d > 0:
+        return await hold(d - 1, inner)
+    return await asyncio.create_task(inner)
+
+
+async def chain(requests, work, depth):
+    d = depth or CHAIN_DEPTH
+    return await asyncio.create_task(hold(d, hold(d, spin(d, requests, work))))
+
+
 if __name__ == "__main__":
     requests, work = int(sys.argv[1]), int(sys.argv[2])
     depth = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     mode = sys.argv[4] if len(sys.argv) > 4 else "asyncio"
-    run = {"asyncio": main, "linked": linked, "thread": unlinked}[mode]
-    if mode != "asyncio":
+    run = {"asyncio": main, "linked": linked, "thread": unlinked, "chain": chain}[mode]
+    if mode in ("linked", "thread"):
         # a pool that has run an item, as in a process that has been up a while: the
         # recorder finds the pool's code and its item's attributes at its first snapshot
         asyncio.run(await_work(0, int))

@@ -129,6 +129,50 @@ static void write_threadwork(const struct bench_report *rep, FILE *md, FILE *csv
 		reads[0].med - reads[1].med, bytes[0].med - bytes[1].med, dcost.med);
 }
 
+/* The long-lived chain: each reader's cost per sample, its whole cost (memcpy's with the
+ * signal) and the share of its samples that walked the task chain. */
+static void write_chain(const struct bench_report *rep, FILE *md, FILE *csv,
+			const struct bench_summary *sig)
+{
+	fprintf(md,
+		"\nLong-lived chain (workload mode `chain`: 3 tasks, each awaiting the next from "
+		"the bottom of %d coroutines, the last spinning at the bottom of its own; every "
+		"sample walks the running chain and two suspended ones), %d Hz, default options, "
+		"%d repetitions interleaved:\n\n"
+		"| reader | n | cost/sample µs, median (min-max) | mean µs | whole median µs | "
+		"reads/sample (bytes) | in a task chain |\n|---|---|---|---|---|---|---|\n",
+		BENCH_CHAIN_DEPTH, BENCH_TW_FREQ, rep->reps);
+	for (int r = 0; r < BENCH_CHAIN_READERS; r++) {
+		struct bench_summary cost = runs_summary(rep->chain[r], rep->reps,
+							 offsetof(struct bench_result, cost_ns)),
+				     mean = runs_summary(rep->chain[r], rep->reps,
+							 offsetof(struct bench_result, mean_ns)),
+				     reads = runs_summary(rep->chain[r], rep->reps,
+							  offsetof(struct bench_result, reads)),
+				     bytes = runs_summary(
+					     rep->chain[r], rep->reps,
+					     offsetof(struct bench_result, read_bytes)),
+				     in = runs_summary(rep->chain[r], rep->reps,
+						       offsetof(struct bench_result, in_task)),
+				     taken = runs_summary(rep->chain[r], rep->reps,
+							  offsetof(struct bench_result, taken)),
+				     p90 = runs_summary(rep->chain[r], rep->reps,
+							offsetof(struct bench_result, p90_ns));
+		double extra = r == BENCH_MEMCPY ? sig->med : 0, share = in.mean / taken.mean;
+
+		fprintf(md, "| %s | %d | %.1f (%.1f-%.1f) | %.1f | %.1f | %.1f (%.0f) | %.3f |\n",
+			bench_readers[r], cost.n, cost.med / 1e3, cost.min / 1e3, cost.max / 1e3,
+			mean.med / 1e3, (cost.med + extra) / 1e3, reads.med, bytes.med, share);
+		/* the readers' columns where they apply */
+		fprintf(csv,
+			"chain %s @ %d Hz,%s,%d,%d,nan,nan,nan,nan,nan,nan,%.0f,%.0f,%.0f,nan,nan,"
+			"%.0f,nan,nan,nan,nan,%.1f,%.0f,nan,nan,%.0f,%.0f,%.0f,%.0f,nan,nan,%.4f\n",
+			bench_readers[r], BENCH_TW_FREQ, bench_readers[r], BENCH_TW_FREQ, cost.n,
+			cost.med, cost.min, cost.max, taken.mean, reads.med, bytes.med, p90.med,
+			extra, cost.med + extra, p90.med + extra, share);
+	}
+}
+
 const char *bench_config_name(const struct bench_config *c, char *buf, size_t len)
 {
 	if (c->reader < 0)
@@ -316,6 +360,7 @@ static int write_readers(const char *dir, const struct bench_report *rep, char *
 		write_config(md, csv, rep, &rep->cfg[i], &sig);
 	write_costs(md, rep->cfg, &sig);
 	write_threadwork(rep, md, csv);
+	write_chain(rep, md, csv, &sig);
 	write_overlaps_startup_depth(md, rep);
 	fclose(md);
 	fclose(csv);

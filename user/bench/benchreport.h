@@ -27,6 +27,10 @@
 #define BENCH_NTW      2
 #define BENCH_TW_FREQ  999
 #define BENCH_TW_DEPTH 30 /* fn's Python calls above its burn loop */
+/* the long-lived chain (workload.py's "chain": three tasks of BENCH_CHAIN_DEPTH coroutines
+ * each), under bpf, memcpy and vmreadv at BENCH_TW_FREQ */
+#define BENCH_CHAIN_READERS 3
+#define BENCH_CHAIN_DEPTH   40
 
 extern const char *const bench_readers[BENCH_NREADERS];
 extern const unsigned int bench_freqs[BENCH_NFREQS];
@@ -51,6 +55,7 @@ struct bench_report {
 	double signal_ns[BENCH_MAX_REPS];		   /* a profiling signal's cost, each rep */
 	double startup_s[BENCH_NMODES][BENCH_STARTUPS];	   /* recorder CPU before its 1st sample */
 	struct bench_result tw[BENCH_NTW][BENCH_MAX_REPS]; /* thread work, each repetition */
+	struct bench_result chain[BENCH_CHAIN_READERS][BENCH_MAX_REPS]; /* the long chain */
 	/* the readers' profiles against each other at each rate: bpf-memcpy, bpf-vmreadv,
 	 * memcpy-vmreadv */
 	double pair_overlap[BENCH_NFREQS][3];

@@ -37,6 +37,8 @@ static struct bench_summary runs_summary(const struct bench_result *runs, int n,
 #define SUMMARY(c, field) runs_summary((c)->runs, (c)->nruns, offsetof(struct bench_result, field))
 #define TW_SUMMARY(rep, m, field)                                                                  \
 	runs_summary((rep)->tw[m], (rep)->reps, offsetof(struct bench_result, field))
+#define CHAIN_SUMMARY(rep, r, field)                                                               \
+	runs_summary((rep)->chain[r], (rep)->reps, offsetof(struct bench_result, field))
 
 /* The share of a thread work run's Python samples linked to a task, over the runs. */
 static struct bench_summary tw_share(const struct bench_report *rep, int m)
@@ -143,21 +145,13 @@ static void write_chain(const struct bench_report *rep, FILE *md, FILE *csv,
 		"reads/sample (bytes) | in a task chain |\n|---|---|---|---|---|---|---|\n",
 		BENCH_CHAIN_DEPTH, BENCH_TW_FREQ, rep->reps);
 	for (int r = 0; r < BENCH_CHAIN_READERS; r++) {
-		struct bench_summary cost = runs_summary(rep->chain[r], rep->reps,
-							 offsetof(struct bench_result, cost_ns)),
-				     mean = runs_summary(rep->chain[r], rep->reps,
-							 offsetof(struct bench_result, mean_ns)),
-				     reads = runs_summary(rep->chain[r], rep->reps,
-							  offsetof(struct bench_result, reads)),
-				     bytes = runs_summary(
-					     rep->chain[r], rep->reps,
-					     offsetof(struct bench_result, read_bytes)),
-				     in = runs_summary(rep->chain[r], rep->reps,
-						       offsetof(struct bench_result, in_task)),
-				     taken = runs_summary(rep->chain[r], rep->reps,
-							  offsetof(struct bench_result, taken)),
-				     p90 = runs_summary(rep->chain[r], rep->reps,
-							offsetof(struct bench_result, p90_ns));
+		struct bench_summary cost = CHAIN_SUMMARY(rep, r, cost_ns),
+				     mean = CHAIN_SUMMARY(rep, r, mean_ns),
+				     reads = CHAIN_SUMMARY(rep, r, reads),
+				     bytes = CHAIN_SUMMARY(rep, r, read_bytes),
+				     in = CHAIN_SUMMARY(rep, r, in_task),
+				     taken = CHAIN_SUMMARY(rep, r, taken),
+				     p90 = CHAIN_SUMMARY(rep, r, p90_ns);
 		double extra = r == BENCH_MEMCPY ? sig->med : 0, share = in.mean / taken.mean;
 
 		fprintf(md, "| %s | %d | %.1f (%.1f-%.1f) | %.1f | %.1f | %.1f (%.0f) | %.3f |\n",

@@ -3,7 +3,8 @@
  * run (TASK_MEMO) comes out as that walk's chain from the task on, its frames and names
  * with it, through several such joins; never from a walk that BPF would not have reused
  * (a read error, a cycle or a cut in it, another serial, a run since reset); a task met
- * again ends the chain as a cycle, and more than MAX_TASKS tasks are cut and marked. */
+ * again ends the chain as a cycle, more than MAX_TASKS tasks are cut and marked, and a
+ * record whose frame indices do not hold is not joined but marked. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,14 @@ int main(void)
 	bad->tasks[2].flags |= TASK_MORE;
 	CHECK(walljoin_add(j, bad) == 0, "add");
 	check_join(j, x, "S", 1);
+	free(bad);
+	free(x);
+	/* a walk whose frame indices do not hold is not joined: marked instead */
+	bad = chain("UVW", n1, 0);
+	bad->tasks[1].first = 200;
+	CHECK(walljoin_add(j, bad) == 0, "add");
+	x = chain("XV", n1, 1);
+	check_join(j, x, "X", 1);
 	free(bad);
 	free(x);
 	/* past MAX_TASKS: cut, marked */

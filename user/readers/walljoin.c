@@ -98,8 +98,9 @@ static const struct src *find(const struct walljoin *j, const struct task_rec *t
 	return j->slot[k].s ? &j->slot[k] : NULL;
 }
 
-/* Appends from's tasks [at, end) and their frames to the joined sample; 0, or 1 when the
- * chain ends here (a task met again, or no room for more tasks). */
+/* Appends from's tasks [at, end) and their frames to the joined sample; 0, 1 when the
+ * chain ends here (a task met again, or no room for more tasks), -1 when from's frame
+ * indices do not hold (nothing appended). */
 static int append(struct py_sample *o, const struct py_sample *from, __u32 at, __u32 end)
 {
 	__u32 nf = o->hdr.nframes + o->hdr.ncoro, sf = from->tasks[at].first;
@@ -108,6 +109,13 @@ static int append(struct py_sample *o, const struct py_sample *from, __u32 at, _
 	__u32 room = MAX_FRAMES + MAX_CORO_FRAMES - nf, n;
 	int stop = 0;
 
+	/* the header's counts are checked as the record arrives, a task's indices are not */
+	if (sf > send || send > from->hdr.nframes + from->hdr.ncoro)
+		return -1;
+	for (__u32 i = at; i < end; i++)
+		if (from->tasks[i].first < sf ||
+		    from->tasks[i].first + from->tasks[i].nframes > send)
+			return -1;
 	for (__u32 i = at; i < end && !stop; i++) {
 		struct task_rec *t;
 
@@ -154,13 +162,17 @@ const struct py_sample *walljoin_resolve(struct walljoin *j, const struct py_sam
 	o->hdr.ntasks = 0;
 	o->hdr.ncoro = 0;
 	memcpy(o->frames, s->frames, s->hdr.nframes * sizeof(o->frames[0]));
-	if (m)
-		append(o, s, 0, m);
+	if (m && append(o, s, 0, m) < 0) {
+		*missing = 1;
+		o->hdr.flags |= SAMPLE_READ_ERR;
+		return o;
+	}
 	/* a walk joined may end at an earlier one in turn: each is earlier in the run than
 	 * the last, and each step adds a task, so this ends */
 	for (int step = 0; step < MAX_TASKS; step++) {
 		const struct src *src = find(j, &cur->tasks[m]);
 		__u32 end;
+		int ret;
 
 		if (!src) {
 			*missing = 1;
@@ -171,7 +183,12 @@ const struct py_sample *walljoin_resolve(struct walljoin *j, const struct py_sam
 		for (end = src->at; end < cur->hdr.ntasks && !(cur->tasks[end].flags & TASK_MEMO);
 		     end++)
 			;
-		if (append(o, cur, src->at, end) || end == cur->hdr.ntasks)
+		ret = append(o, cur, src->at, end);
+		if (ret < 0) {
+			*missing = 1;
+			o->hdr.flags |= SAMPLE_READ_ERR;
+		}
+		if (ret || end == cur->hdr.ntasks)
 			break;
 		m = end;
 	}

@@ -34,8 +34,8 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
  * pages in) */
 #define PW_READS_RUNNING
 struct pw_tasks;
-static __always_inline int memo_hit(const struct pw_tasks *w);
-#define PW_MEMO_HIT(w) memo_hit(w)
+__noinline int memo_hit(__u64 task, __u64 serial);
+#define PW_MEMO_HIT(w) memo_hit((w)->cur, (w)->cur_serial)
 /* one run at a time: the name cache's key can be a global */
 #define NAME_KEY(r) (&name_key)
 struct name_key name_key;
@@ -121,11 +121,12 @@ static __always_inline __u32 memo_slot_of(__u64 task)
 	return (__u32)((task >> 4) ^ (task >> 11)) & (WALL_MEMO_SLOTS - 1);
 }
 
-static __always_inline int memo_hit(const struct pw_tasks *w)
+/* Global: verified once on its own, not in every state of the task loop that calls it. */
+__noinline int memo_hit(__u64 task, __u64 serial)
 {
-	const struct memo_slot *m = &memo[memo_slot_of(w->cur)];
+	const struct memo_slot *m = &memo[memo_slot_of(task)];
 
-	if (!memo_on || m->run != memo_run || m->task != w->cur || m->serial != w->cur_serial)
+	if (!memo_on || m->run != memo_run || m->task != task || m->serial != serial)
 		return 0;
 	stat_inc(WSTAT_MEMO_HITS);
 	return 1;

@@ -15,6 +15,7 @@ struct known {
 	uint64_t task, coro, serial;
 	int awaits; /* it awaits another task of the snapshot */
 	int fresh;  /* its coroutine is to be mapped to it, after its link is written */
+	int stale;  /* read before it was freed and its address taken: nothing of it written */
 };
 
 struct proc_tasks {
@@ -88,15 +89,27 @@ static struct proc_tasks *proc(struct tracker *tr, pid_t pid)
 
 /* The serial of the task at addr running coro: the one the creation probe (or an earlier
  * snapshot) gave it when both maps agree on it, else a new one (*fresh: its coroutine is
- * still to be mapped to it). */
-static uint64_t serial(struct tracker *tr, pid_t pid, uint64_t addr, uint64_t coro, int *fresh)
+ * still to be mapped to it). A snapshot takes milliseconds: a task it read may have ended
+ * since and a new one, which the creation probe gave a serial, taken its address. Then the
+ * address runs another coroutine now, and the maps are the new task's: a serial of its own
+ * (*stale), written nowhere. Overwriting the new task's serial hid it from every sample
+ * until it ended (no running task found, its waits skipped as another task's). */
+static uint64_t serial(struct tracker *tr, const struct py_target *t, uint64_t addr, uint64_t coro,
+		       int *fresh, int *stale)
 {
 	struct task_id id = { .task = addr };
-	uint64_t sn;
+	uint64_t sn, now = 0;
+	pid_t pid = t->pid;
+	int known = !tr->ops->get_serial(tr->ctx, pid, addr, &sn);
 
-	if (!tr->ops->get_serial(tr->ctx, pid, addr, &sn) &&
-	    !tr->ops->get_coro_task(tr->ctx, pid, coro, &id) && id.task == addr && id.serial == sn)
+	if (known && !tr->ops->get_coro_task(tr->ctx, pid, coro, &id) && id.task == addr &&
+	    id.serial == sn)
 		return sn;
+	if (known &&
+	    (mem_read(pid, addr + t->proc.async.task_coro, &now, sizeof(now)) || now != coro)) {
+		*stale = 1;
+		return tr->next_serial++;
+	}
 	sn = tr->next_serial++;
 	tr->ops->set_serial(tr->ctx, pid, addr, sn);
 	*fresh = 1;
@@ -220,7 +233,8 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 	}
 	for (size_t i = 0; i < a.n; i++) {
 		now[i] = (struct known){ .task = a.v[i].addr, .coro = a.v[i].coro };
-		now[i].serial = serial(tr, t->pid, a.v[i].addr, a.v[i].coro, &now[i].fresh);
+		now[i].serial =
+			serial(tr, t, a.v[i].addr, a.v[i].coro, &now[i].fresh, &now[i].stale);
 	}
 	for (size_t i = 0; i < a.n; i++) {
 		struct atask *k = &a.v[i];
@@ -230,7 +244,7 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 		struct atask *p;
 		size_t j;
 
-		if (!k->nparents)
+		if (!k->nparents || now[i].stale)
 			continue; /* keep a creation link, or the last awaiter's */
 		/* awaiters are tasks of the snapshot (finish() keeps no other) */
 		for (uint32_t q = 1; q < k->nparents; q++)
@@ -240,6 +254,8 @@ int tracker_refresh(struct tracker *tr, const struct py_target *t, char *why, si
 			continue;
 		j = (size_t)(p - a.v);
 		now[j].awaits = 1;
+		if (now[j].stale)
+			continue;
 		l.parent = a.v[j].addr;
 		l.parent_coro = a.v[j].coro;
 		l.parent_serial = now[j].serial;

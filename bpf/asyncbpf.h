@@ -295,6 +295,17 @@ struct task_life {
 	__u64 ns;     /* CLOCK_MONOTONIC */
 };
 
+/* Wall mode: each CPU's newest task creations (task_births, a per-CPU ring of BIRTH_SLOTS)
+ * with the time of their TASK_BORN, so that a tick also walks the tasks created after
+ * userspace made its list. gen is odd while the slot is written (a seqlock: the tick reads
+ * it from another CPU); the entry at BIRTH_SLOTS is the ring's head, its gen the number of
+ * slots written, raised once a slot is whole. */
+#define BIRTH_SLOTS 64
+struct task_birth {
+	__u32 gen, pid;
+	__u64 task, coro, serial, ns;
+};
+
 #define SITE_FRAMES 24 /* creator frames kept per creation site */
 #define SITE_OUTER  4  /* of which the outermost, when there are more */
 

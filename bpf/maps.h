@@ -69,6 +69,14 @@ struct {
 	__type(value, struct task_link);
 } task_links SEC(".maps");
 
+/* wall mode: the newest creations, per CPU (struct task_birth) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BIRTH_SLOTS + 1);
+	__type(key, __u32);
+	__type(value, struct task_birth);
+} task_births SEC(".maps");
+
 enum name_stat { NAME_STAT_HIT, NAME_STAT_COPY };
 /* counted by the includer */
 static __always_inline void name_stat(__u32 what);

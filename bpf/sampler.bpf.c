@@ -232,7 +232,8 @@ static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_p
 	return ts;
 }
 
-static __always_inline void task_life(__u32 kind, __u32 pid, __u64 task, __u64 coro, __u64 serial)
+static __always_inline void task_life(__u32 kind, __u32 pid, __u64 task, __u64 coro, __u64 serial,
+				      __u64 ns)
 {
 	struct task_life *e = bpf_ringbuf_reserve(&task_lives, sizeof(*e), 0);
 
@@ -245,8 +246,35 @@ static __always_inline void task_life(__u32 kind, __u32 pid, __u64 task, __u64 c
 	e->task = task;
 	e->coro = coro;
 	e->serial = serial;
-	e->ns = bpf_ktime_get_ns();
+	e->ns = ns;
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* The creation into this CPU's task_births ring too, stamped as its TASK_BORN: the wall
+ * tick walks the ones at or after the time its list was made (wall.bpf.c add_births). */
+static __always_inline void task_birth(__u32 pid, __u64 task, __u64 coro, __u64 serial, __u64 ns)
+{
+	__u32 k = BIRTH_SLOTS;
+	struct task_birth *h = bpf_map_lookup_elem(&task_births, &k), *b;
+
+	if (!h)
+		return;
+	k = h->gen & (BIRTH_SLOTS - 1);
+	b = bpf_map_lookup_elem(&task_births, &k);
+	if (!b)
+		return;
+	/* x86-64 keeps stores in order: the barriers keep the compiler from moving them */
+	b->gen++;
+	asm volatile("" ::: "memory");
+	b->pid = pid;
+	b->task = task;
+	b->coro = coro;
+	b->serial = serial;
+	b->ns = ns;
+	asm volatile("" ::: "memory");
+	b->gen++;
+	asm volatile("" ::: "memory");
+	h->gen++;
 }
 
 /* _asyncio.Task's tp_dealloc(self), attached in wall mode: the task's memory may hold
@@ -263,7 +291,7 @@ int BPF_KPROBE(task_free, __u64 self)
 		return 0;
 	sn = bpf_map_lookup_elem(&task_serials, &key);
 	stat_inc(STAT_TASK_FREED);
-	task_life(TASK_FREED, pid, self, 0, sn ? *sn : 0);
+	task_life(TASK_FREED, pid, self, 0, sn ? *sn : 0, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -309,8 +337,12 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	key.addr = coro;
 	bpf_map_update_elem(&coro_task, &key, &id_new, BPF_ANY);
 	stat_inc(STAT_TASK_CREATED);
-	if (task_lives_on)
-		task_life(TASK_BORN, pid, self, coro, id_new.serial);
+	if (task_lives_on) {
+		__u64 ns = bpf_ktime_get_ns();
+
+		task_life(TASK_BORN, pid, self, coro, id_new.serial, ns);
+		task_birth(pid, self, coro, id_new.serial, ns);
+	}
 	if (!origins_on)
 		return 0;
 

@@ -51,6 +51,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 struct wall_task tasks[WALL_MAX_TASKS];
 __u32 ntasks;
 __u32 tasks_pending;
+/* The tasks created at or after births_after (when userspace made the list, which holds
+ * the creations before it) are added after the listed ones, each kept with probability
+ * birth_keep / 2^32, the rate at which the listed ones were chosen (all: 1 << 32). A task
+ * created between the list and its walk would otherwise be missed at that tick, which
+ * short tasks would lose a share of their lives to (the list-to-walk time over the life). */
+__u64 births_after, birth_keep;
+__u32 births_pending, nr_cpus;
 
 #define HEAD_MAX 128
 
@@ -275,6 +282,75 @@ static __noinline int awaits_task(struct pw_reader *r, const struct py_proc *p, 
 	return id && id->task == waiter && v[2] == id->serial;
 }
 
+struct births {
+	__u32 pid, cpu, head;
+};
+
+/* One slot of a CPU's ring, newest first: 1 to go on to an older one. */
+static long birth_step(__u32 m, void *ctx)
+{
+	struct births *b = ctx;
+	__u32 k = (b->head - 1 - m) & (BIRTH_SLOTS - 1), gen, n;
+	const struct task_birth *e = bpf_map_lookup_percpu_elem(&task_births, &k, b->cpu);
+	struct task_birth v;
+
+	if (!e)
+		return 1;
+	/* the seqlock's read side: the slot's CPU may be writing it now */
+	gen = *(volatile __u32 *)&e->gen;
+	asm volatile("" ::: "memory");
+	v = *e;
+	asm volatile("" ::: "memory");
+	if ((gen & 1) || *(volatile __u32 *)&e->gen != gen) {
+		stat_inc(WSTAT_BIRTHS_MISSED);
+		return 0;
+	}
+	if (v.ns < births_after)
+		return 1;
+	/* the whole ring is newer than the list: older creations were overwritten */
+	if (m == BIRTH_SLOTS - 1)
+		stat_inc(WSTAT_BIRTHS_MISSED);
+	if (v.pid != b->pid || (birth_keep <= 0xffffffffULL && bpf_get_prandom_u32() >= birth_keep))
+		return 0;
+	n = ntasks;
+	if (n >= WALL_MAX_TASKS) {
+		stat_inc(WSTAT_BIRTHS_MISSED);
+		return 0;
+	}
+	tasks[n & (WALL_MAX_TASKS - 1)] = (struct wall_task){
+		.task = v.task, .coro = v.coro, .serial = v.serial, .flags = WALL_TASK_NEW
+	};
+	ntasks = n + 1;
+	stat_inc(WSTAT_BIRTHS);
+	return 0;
+}
+
+static long birth_cpu(__u32 cpu, void *ctx)
+{
+	struct births *b = ctx;
+	__u32 k = BIRTH_SLOTS;
+	const struct task_birth *h;
+
+	if (cpu >= nr_cpus)
+		return 1;
+	h = bpf_map_lookup_percpu_elem(&task_births, &k, cpu);
+	if (!h)
+		return 0;
+	/* slots below the head are whole: it is raised after the slot is written */
+	b->head = *(volatile __u32 *)&h->gen;
+	b->cpu = cpu;
+	bpf_loop(b->head < BIRTH_SLOTS ? b->head : BIRTH_SLOTS, birth_step, b, 0);
+	return 0;
+}
+
+/* Its own function: verified once, not in every state of the task loop. */
+static __noinline void add_births(__u32 pid)
+{
+	struct births b = { .pid = pid };
+
+	bpf_loop(WALL_BIRTH_CPUS, birth_cpu, &b, 0);
+}
+
 struct suspended {
 	struct pw_reader *r;
 	const struct py_proc *p;
@@ -291,6 +367,11 @@ static long suspended_step(__u32 i, void *ctx)
 	struct task_head *h = &sc->h;
 	__u64 k = i, sn = 0;
 
+	/* after the listed tasks, the ones created since the list was made */
+	if (i >= ntasks && births_pending) {
+		births_pending = 0;
+		add_births(x->pid);
+	}
 	if (i >= ntasks || i >= WALL_MAX_TASKS)
 		return 1;
 	/* masked where the verifier sees it: clang would reuse the unmasked i */

@@ -5,7 +5,8 @@
 
 #include "asyncbpf.h"
 
-#define WALL_MAX_TASKS 8192 /* suspended tasks walked per process per tick */
+#define WALL_MAX_TASKS	8192 /* suspended tasks walked per process per tick */
+#define WALL_BIRTH_CPUS 8192 /* CPUs whose task_births a tick reads */
 
 /* A suspended task to sample at this tick, chosen by userspace. */
 struct wall_task {
@@ -54,14 +55,17 @@ enum wall_stat {
 	WSTAT_NO_TSTATE,
 	WSTAT_READ_ERR,
 	WSTAT_TRUNCATED,
-	WSTAT_LOST,	   /* ring buffer full */
-	WSTAT_READS,	   /* reads of the target's memory */
-	WSTAT_NAME_HITS,   /* task names found copied already */
-	WSTAT_NAME_COPIES, /* task names copied */
-	WSTAT_QUEUED,	   /* suspended-task samples awaiting a pool job not started */
-	WSTAT_TASK_DONE,   /* listed tasks found done (not pending) */
-	WSTAT_TASK_AWAITS, /* listed tasks found awaiting a task: drawn in its chain */
-	WSTAT_MEMO_HITS,   /* chains ended at a task walked earlier in the run */
+	WSTAT_LOST,	     /* ring buffer full */
+	WSTAT_READS,	     /* reads of the target's memory */
+	WSTAT_NAME_HITS,     /* task names found copied already */
+	WSTAT_NAME_COPIES,   /* task names copied */
+	WSTAT_QUEUED,	     /* suspended-task samples awaiting a pool job not started */
+	WSTAT_TASK_DONE,     /* listed tasks found done (not pending) */
+	WSTAT_TASK_AWAITS,   /* listed tasks found awaiting a task: drawn in its chain */
+	WSTAT_MEMO_HITS,     /* chains ended at a task walked earlier in the run */
+	WSTAT_BIRTHS,	     /* tasks created after the list was made, added to the run's */
+	WSTAT_BIRTHS_MISSED, /* such tasks not added: their slot being written, overwritten by
+			      * BIRTH_SLOTS newer ones, or the list full */
 	WSTAT_MAX,
 };
 

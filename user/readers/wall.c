@@ -31,8 +31,8 @@ struct wall {
 	uint64_t bad_records, bad_lives;
 };
 
-static const char *const shared_maps[] = { "procs",	   "tstates",	 "coro_task",
-					   "task_serials", "task_links", "task_names" };
+static const char *const shared_maps[] = { "procs",	 "tstates",    "coro_task",  "task_serials",
+					   "task_links", "task_names", "task_births" };
 
 static int handle_record(void *ctx, void *data, size_t size)
 {
@@ -166,6 +166,15 @@ struct wall *wall_open(struct sampler *s, bool run_stats, wall_cb cb, wall_life_
 			 strerror(-ret), sampler_verifier_hint());
 		goto fail;
 	}
+	ret = libbpf_num_possible_cpus();
+	if (ret <= 0 || ret > WALL_BIRTH_CPUS) {
+		snprintf(err, errlen,
+			 "wall mode reads the task creations of at most %d CPUs, this "
+			 "host has %d",
+			 WALL_BIRTH_CPUS, ret);
+		goto fail;
+	}
+	w->skel->bss->nr_cpus = ret;
 	if (run_stats)
 		w->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	w->rb = ring_buffer__new(bpf_map__fd(w->skel->maps.wall_events), handle_record, w, NULL);
@@ -243,7 +252,8 @@ void wall_del_proc(struct wall *w, pid_t pid)
 	*it = w->iters[--w->niters];
 }
 
-int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t n)
+int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t n,
+	     uint64_t born_after, uint64_t keep)
 {
 	struct iter *it = find(w, pid);
 	char buf[64];
@@ -257,7 +267,10 @@ int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t 
 	if (n)
 		memcpy(w->skel->bss->tasks, tasks, n * sizeof(*tasks));
 	w->skel->bss->ntasks = n;
-	w->skel->bss->tasks_pending = n > 0;
+	w->skel->bss->tasks_pending = 1;
+	w->skel->bss->births_pending = 1;
+	w->skel->bss->births_after = born_after;
+	w->skel->bss->birth_keep = keep;
 	fd = bpf_iter_create(bpf_link__fd(it->link));
 	if (fd < 0)
 		return -errno;
@@ -268,6 +281,7 @@ int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t 
 		ret = -errno;
 	close(fd);
 	w->skel->bss->tasks_pending = 0;
+	w->skel->bss->births_pending = 0;
 	if (ring_buffer__consume(w->rb) < 0 && !ret)
 		ret = -EIO;
 	return ret;

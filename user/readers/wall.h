@@ -26,9 +26,12 @@ void wall_close(struct wall *w);
 int wall_add_proc(struct wall *w, pid_t pid);
 void wall_del_proc(struct wall *w, pid_t pid);
 
-/* One tick of pid: every thread, then the n suspended tasks (n <= WALL_MAX_TASKS). The
- * records reach the callback before it returns. 0, or -errno. */
-int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t n);
+/* One tick of pid: every thread, then the n suspended tasks (n <= WALL_MAX_TASKS), then the
+ * tasks created at or after born_after (CLOCK_MONOTONIC: when the list was made), each
+ * with probability keep / 2^32 (1 << 32: all). The records reach the callback before it
+ * returns. 0, or -errno. */
+int wall_run(struct wall *w, pid_t pid, const struct wall_task *tasks, uint32_t n,
+	     uint64_t born_after, uint64_t keep);
 /* Hands the task creations and frees sent since the last call to the life callback. */
 int wall_drain_lives(struct wall *w);
 

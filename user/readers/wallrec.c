@@ -74,6 +74,12 @@ struct wallrec {
 	int rt_err; /* the ticker's SCHED_FIFO request: 0, or why it was refused */
 	uint64_t listed, walked, listed_new;
 	uint64_t born, freed, lives_nomem;
+	/* the creations and frees drained at or after the list's time (list_ns, while a
+	 * process's list is made and walked), in order: applied after its run, which walks
+	 * those creations itself */
+	uint64_t list_ns;
+	struct task_life *deferred;
+	size_t ndeferred, capdeferred;
 	uint64_t started, stopped; /* first tick, last tick */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 	uint64_t folded, folded_ns, hold_lost;
@@ -261,9 +267,8 @@ static void flush_held(struct wallrec *wr)
 static struct proc_ent *proc_of(struct wallrec *wr, pid_t pid);
 
 /* Keeps each process's list of tasks to walk current between snapshots. */
-static void on_life(void *ctx, const struct task_life *e)
+static void apply_life(struct wallrec *wr, const struct task_life *e)
 {
-	struct wallrec *wr = ctx;
 	struct proc_ent *l = proc_of(wr, (pid_t)e->pid);
 	int ret = 0;
 
@@ -278,6 +283,29 @@ static void on_life(void *ctx, const struct task_life *e)
 	}
 	if (ret)
 		wr->lives_nomem++;
+}
+
+static void on_life(void *ctx, const struct task_life *e)
+{
+	struct wallrec *wr = ctx;
+
+	/* the list holds what happened before its time; after it, in the order seen */
+	if (wr->list_ns && (wr->ndeferred || e->ns >= wr->list_ns)) {
+		if (wr->ndeferred == wr->capdeferred) {
+			size_t cap = wr->capdeferred ? wr->capdeferred * 2 : 64;
+			struct task_life *d = realloc(wr->deferred, cap * sizeof(*d));
+
+			if (!d) {
+				wr->lives_nomem++;
+				return;
+			}
+			wr->deferred = d;
+			wr->capdeferred = cap;
+		}
+		wr->deferred[wr->ndeferred++] = *e;
+		return;
+	}
+	apply_life(wr, e);
 }
 
 struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker *tr,
@@ -320,6 +348,7 @@ void wallrec_free(struct wallrec *wr)
 	free(wr->buf);
 	free(wr->cpu);
 	free(wr->held);
+	free(wr->deferred);
 	free(wr->linked);
 	walljoin_free(wr->join);
 	pthread_mutex_destroy(&wr->mu);
@@ -418,7 +447,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 {
 	struct proc_ent *l = proc_of(wr, tg->t.pid);
 	size_t k, fit, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
-	uint64_t now = mono_ns(), took = 0, run, rest;
+	uint64_t now = mono_ns(), took = 0, run, rest, keep;
 	const struct wall_task *list;
 	size_t n, fresh;
 	int ret;
@@ -428,8 +457,10 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 	wr->dt = l->ns ? now - l->ns : wr->period;
 	l->ns = now;
 	wr->nbuf = 0;
-	/* the creations and frees up to now: a task created after this list is made is not
-	 * walked, one that ends before its walk is skipped, so the list is made late */
+	/* the creations and frees before now make the list; BPF adds the tasks created
+	 * after it to the run (a task created between the list and its walk would be
+	 * missed at this tick, one that ends before its walk is skipped) */
+	wr->list_ns = mono_ns();
 	if (wall_drain_lives(wr->w))
 		wr->run_errors++;
 	if (now > WALL_FREES_KEPT_NS)
@@ -466,13 +497,24 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 		wr->buf[i] = wr->buf[j];
 		wr->buf[j] = t;
 	}
-	wr->leaves = wr->nbuf;
-	wr->sampled = k ? k : 1;
+	/* the creations BPF adds are chosen at the listed tasks' rate and weigh as much */
+	if (k == wr->nbuf) {
+		wr->leaves = wr->sampled = 1;
+		keep = 1ULL << 32;
+	} else {
+		wr->leaves = wr->nbuf;
+		wr->sampled = k;
+		keep = ((uint64_t)k << 32) / wr->nbuf;
+	}
 	wr->listed += wr->nbuf;
 	wr->walked += k;
 	wr->run_thread_ns = wr->run_task_ns = 0;
-	ret = wall_run(wr->w, tg->t.pid, wr->buf, k);
+	ret = wall_run(wr->w, tg->t.pid, wr->buf, k, wr->list_ns, keep);
 	flush_held(wr);
+	wr->list_ns = 0;
+	for (size_t i = 0; i < wr->ndeferred; i++)
+		apply_life(wr, &wr->deferred[i]);
+	wr->ndeferred = 0;
 	run = mono_ns() - now;
 	if (k) {
 		/* the task walk alone when the samples tell it (each task sample's clock is
@@ -601,6 +643,11 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 		wr->ticks ? (double)wr->listed_new / wr->ticks : 0.0, (unsigned long long)wr->born,
 		(unsigned long long)wr->freed, (unsigned long long)wr->lives_nomem,
 		(unsigned long long)st.bad_lives);
+	fprintf(f,
+		"wall tasks created after their tick's list was made, added to its walk: %llu "
+		"(missed: %llu)\n",
+		(unsigned long long)st.stat[WSTAT_BIRTHS],
+		(unsigned long long)st.stat[WSTAT_BIRTHS_MISSED]);
 	fprintf(f,
 		"wall tasks skipped: %llu ended, %llu running (sampled as their thread), %llu "
 		"done, %llu awaiting a task (drawn in its chain)\n",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The one clock the library and the tools measure intervals with: CLOCK_MONOTONIC, in
- * seconds or nanoseconds; and CLOCK_REALTIME for the dates profiles and queues carry.
- * Header-only, shared by every folder like hash.h. */
+ * seconds or nanoseconds; a thread's CPU clock; and CLOCK_REALTIME for the dates
+ * profiles and queues carry. Header-only, shared by every folder like hash.h. */
 #ifndef ASYNCBPF_CLOCK_H
 #define ASYNCBPF_CLOCK_H
 
@@ -23,6 +23,16 @@ static inline uint64_t mono_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* CLOCK_THREAD_CPUTIME_ID, ns: the calling thread's CPU time (a BPF iterator it reads
+ * runs in its syscalls) */
+static inline uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 

@@ -447,7 +447,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 {
 	struct proc_ent *l = proc_of(wr, tg->t.pid);
 	size_t k, fit, cap = wr->o.max_tasks ? wr->o.max_tasks : WALL_MAX_TASKS;
-	uint64_t now = mono_ns(), took = 0, run, rest, keep;
+	uint64_t now = mono_ns(), cpu0 = thread_cpu_ns(), took = 0, run, cpu, rest, keep;
 	const struct wall_task *list;
 	size_t n, fresh;
 	int ret;
@@ -516,6 +516,7 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 		apply_life(wr, &wr->deferred[i]);
 	wr->ndeferred = 0;
 	run = mono_ns() - now;
+	cpu = thread_cpu_ns() - cpu0;
 	if (k) {
 		/* the task walk alone when the samples tell it (each task sample's clock is
 		 * read before its walk: from enough of them), and the rest of the run apart */
@@ -523,10 +524,16 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 			took = (wr->run_task_ns - wr->run_thread_ns) / k;
 		else
 			took = run / k;
+		/* the CPU's share of it: a run preempted by other work (a loaded host) does
+		 * not make its tasks cost more, and would cut the next ticks for nothing */
+		if (cpu < run)
+			took = (uint64_t)((double)took * cpu / run);
 		l->task_ns = l->task_ns ? (3 * l->task_ns + took) / 4 : took;
 		if (!l->task_ns)
 			l->task_ns = 1;
 	}
+	if (cpu < run)
+		run = cpu;
 	rest = run > took * k ? run - took * k : 0;
 	l->rest_ns = l->rest_ns ? (3 * l->rest_ns + rest) / 4 : rest;
 	return ret;

@@ -5,12 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hash.h"
 #include "readers/wall.h"
 #include "readers/walljoin.h"
 #include "readers/wallrec.h"
 #include "readers/walltasks.h"
+#include "process/procfs.h"
 #include "clock.h"
 
 /* Suspended-task walks of a tick take at most this share of the tick period, so that the
@@ -18,6 +20,9 @@
  * WALL_FIRST_TASKS at most, to measure their cost. */
 #define WALL_BUDGET_PCT	 50
 #define WALL_FIRST_TASKS 64
+/* Past the budget a tick walks a sample, at least this many (or all that fit) */
+#define WALL_MIN_SAMPLE 32
+#define WALL_PICK_SLOTS WALLTASKS_PICK_SLOTS(WALL_MAX_TASKS)
 /* A task snapshot is read in less than this: frees older than it cannot be in one */
 #define WALL_FREES_KEPT_NS (10 * 1000000000ULL)
 
@@ -50,8 +55,9 @@ struct wallrec {
 	pthread_t thread;
 	pthread_mutex_t mu;
 	int running, stop;
-	struct wall_task *buf;
-	size_t nbuf, capbuf;
+	struct wall_task *buf; /* the tasks this tick walks, of nbuf listed */
+	size_t nbuf;
+	uint32_t *picked; /* indices + 1 in the list, chosen for the sample */
 	struct proc_ent *procs;
 	size_t nprocs;
 	struct proc_ent *filling;
@@ -81,6 +87,7 @@ struct wallrec {
 	struct task_life *deferred;
 	size_t ndeferred, capdeferred;
 	uint64_t started, stopped; /* first tick, last tick */
+	double first_tick_s;	   /* from the recorder's exec to the first tick; < 0: unknown */
 	uint64_t wall_threads, wall_tasks, cpu_total;
 	uint64_t folded, folded_ns, hold_lost;
 	uint64_t joined, join_missing;
@@ -96,6 +103,11 @@ static uint64_t next_rand(struct wallrec *wr)
 	wr->rand ^= wr->rand << 25;
 	wr->rand ^= wr->rand >> 27;
 	return wr->rand * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t rand_of(void *ctx)
+{
+	return next_rand(ctx);
 }
 
 static int cpu_grow(struct wallrec *wr)
@@ -323,11 +335,15 @@ struct wallrec *wallrec_new(struct sampler *s, struct joiner *jn, struct tracker
 	wr->period = 1000000000ULL / o->freq;
 	wr->rand = mono_ns() | 1;
 	pthread_mutex_init(&wr->mu, NULL);
-	wr->join = walljoin_new();
+	wr->buf = malloc(WALL_MAX_TASKS * sizeof(*wr->buf));
+	wr->picked = malloc(WALL_PICK_SLOTS * sizeof(*wr->picked));
+	wr->join = wr->buf && wr->picked ? walljoin_new() : NULL;
 	wr->w = wr->join ? wall_open(s, o->run_stats, on_sample, on_life, wr, err, errlen) : NULL;
 	if (!wr->join)
 		snprintf(err, errlen, "out of memory");
 	if (!wr->w) {
+		free(wr->buf);
+		free(wr->picked);
 		walljoin_free(wr->join);
 		pthread_mutex_destroy(&wr->mu);
 		free(wr);
@@ -346,6 +362,7 @@ void wallrec_free(struct wallrec *wr)
 		walltasks_free(wr->procs[i].live);
 	free(wr->procs);
 	free(wr->buf);
+	free(wr->picked);
 	free(wr->cpu);
 	free(wr->held);
 	free(wr->deferred);
@@ -425,13 +442,15 @@ void wallrec_set_tasks(struct wallrec *wr, pid_t pid)
 }
 
 /* How many of n tasks this tick can walk: all if they fit in the process's share of what
- * is left of the tick's budget at the measured cost per task, else as many as fit (at
- * least one). The estimate includes the process's thread walks, so it errs towards fewer;
- * its fixed point fills the budget exactly. */
-static size_t tasks_that_fit(struct wallrec *wr, const struct proc_ent *l, size_t n,
+ * is left of the tick's budget at the measured cost per task. Else a sample, F * F / N of
+ * N when F fit (at least WALL_MIN_SAMPLE, at most F): its share of the budget falls as
+ * the tasks outgrow it, so that 100,000 idle tasks cost a few percent of a core, not
+ * half of one; the sample's precision is its size's, whatever N. The estimate includes
+ * the process's thread walks, so it errs towards fewer. */
+static size_t tasks_that_fit(struct wallrec *wr, const struct proc_ent *l, size_t n, size_t listed,
 			     size_t procs_left, uint64_t now)
 {
-	uint64_t left = wr->deadline > now ? wr->deadline - now : 0, fit;
+	uint64_t left = wr->deadline > now ? wr->deadline - now : 0, fit, k;
 
 	if (!l->task_ns)
 		return n < WALL_FIRST_TASKS ? n : WALL_FIRST_TASKS;
@@ -439,7 +458,12 @@ static size_t tasks_that_fit(struct wallrec *wr, const struct proc_ent *l, size_
 	/* the threads are walked whatever the budget: the tasks get what they leave */
 	left = left > l->rest_ns ? left - l->rest_ns : 0;
 	fit = left / l->task_ns;
-	return fit >= n ? n : fit ? fit : 1;
+	if (fit >= n)
+		return n;
+	k = fit * fit / listed;
+	if (k < WALL_MIN_SAMPLE)
+		k = WALL_MIN_SAMPLE;
+	return k < fit ? k : fit ? fit : 1;
 }
 
 /* One process's tick: its threads and a uniform sample of its suspended leaf tasks. */
@@ -467,36 +491,18 @@ static int tick_proc(struct wallrec *wr, struct target *tg, size_t procs_left)
 		walltasks_expire(l->live, now - WALL_FREES_KEPT_NS);
 	list = walltasks_list(l->live, &n, &fresh);
 	wr->listed_new += fresh;
-	if (n > wr->capbuf) {
-		struct wall_task *b = realloc(wr->buf, n * sizeof(*b));
-
-		if (b) {
-			wr->buf = b;
-			wr->capbuf = n;
-		}
-	}
-	if (n && n <= wr->capbuf) {
-		memcpy(wr->buf, list, n * sizeof(*wr->buf));
-		wr->nbuf = n;
-	}
+	wr->nbuf = n;
 	if (cap > WALL_MAX_TASKS)
 		cap = WALL_MAX_TASKS;
-	k = wr->nbuf < cap ? wr->nbuf : cap;
-	if (k < wr->nbuf)
+	k = n < cap ? n : cap;
+	if (k < n)
 		wr->capped++;
-	fit = tasks_that_fit(wr, l, k, procs_left, now);
+	fit = tasks_that_fit(wr, l, k, n, procs_left, now);
 	if (fit < k) {
 		k = fit;
 		wr->budgeted++;
 	}
-	/* the first k of a partial Fisher-Yates shuffle: k of n, each equally likely */
-	for (size_t i = 0; i < k; i++) {
-		size_t j = i + next_rand(wr) % (wr->nbuf - i);
-		struct wall_task t = wr->buf[i];
-
-		wr->buf[i] = wr->buf[j];
-		wr->buf[j] = t;
-	}
+	walltasks_sample(list, n, k, wr->buf, wr->picked, rand_of, wr);
 	/* the creations BPF adds are chosen at the listed tasks' rate and weigh as much */
 	if (k == wr->nbuf) {
 		wr->leaves = wr->sampled = 1;
@@ -583,10 +589,24 @@ static void *ticker(void *arg)
 	}
 }
 
+/* Seconds from this process's start (/proc/self/stat, in clock ticks since boot) to
+ * now, -1 when unknown. */
+static double since_exec(void)
+{
+	unsigned long long start;
+	long hz = sysconf(_SC_CLK_TCK);
+	struct timespec ts;
+
+	if (hz <= 0 || proc_start_time(getpid(), &start) || clock_gettime(CLOCK_BOOTTIME, &ts))
+		return -1;
+	return ts.tv_sec + ts.tv_nsec / 1e9 - (double)start / hz;
+}
+
 int wallrec_start(struct wallrec *wr)
 {
 	int ret;
 
+	wr->first_tick_s = since_exec();
 	wr->started = wr->next = mono_ns();
 	ret = pthread_create(&wr->thread, NULL, ticker, wr);
 	if (ret)
@@ -616,6 +636,11 @@ void wallrec_print_stats(struct wallrec *wr, FILE *f)
 	if (wall_read_stats(wr->w, &st))
 		memset(&st, 0, sizeof(st));
 	fprintf(f, "wall elapsed: %.3f s (first tick to last)\n", elapsed);
+	if (wr->first_tick_s >= 0)
+		fprintf(f, "wall first tick: %.2f s after the recorder started\n",
+			wr->first_tick_s);
+	else
+		fprintf(f, "wall first tick: unknown (the recorder's start time unreadable)\n");
 	fprintf(f, "wall ticks: %llu taken, %llu expected (%u Hz), %llu late\n",
 		(unsigned long long)wr->ticks, (unsigned long long)(elapsed * wr->o.freq),
 		wr->o.freq, (unsigned long long)wr->late);

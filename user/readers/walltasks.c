@@ -290,3 +290,40 @@ const struct wall_task *walltasks_list(const struct walltasks *wt, size_t *n, si
 		*fresh = wt->fresh;
 	return wt->v;
 }
+
+/* Whether index i is in the set; else adds it. */
+static int picked(uint32_t *set, size_t mask, size_t i)
+{
+	size_t h = (size_t)((i * 0x9E3779B97F4A7C15ULL) >> 20) & mask;
+
+	for (; set[h]; h = (h + 1) & mask)
+		if (set[h] == i + 1)
+			return 1;
+	set[h] = (uint32_t)(i + 1);
+	return 0;
+}
+
+void walltasks_sample(const struct wall_task *list, size_t n, size_t k, struct wall_task *out,
+		      uint32_t *set, uint64_t (*rnd)(void *), void *ctx)
+{
+	size_t mask = 1;
+
+	if (k >= n) {
+		memcpy(out, list, n * sizeof(*list));
+		return;
+	}
+	/* a power of two, at least 2k: WALLTASKS_PICK_SLOTS(k) rounded down to one */
+	while (mask * 2 <= WALLTASKS_PICK_SLOTS(k))
+		mask *= 2;
+	memset(set, 0, mask * sizeof(*set));
+	mask--;
+	for (size_t j = n - k, i = 0; j < n; j++, i++) {
+		size_t t = rnd(ctx) % (j + 1);
+
+		if (picked(set, mask, t)) {
+			picked(set, mask, j);
+			t = j;
+		}
+		out[i] = list[t];
+	}
+}

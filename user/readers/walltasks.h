@@ -36,4 +36,11 @@ void walltasks_expire(struct walltasks *wt, uint64_t ns);
 /* The tasks to walk now; `fresh` counts those created since the last snapshot. */
 const struct wall_task *walltasks_list(const struct walltasks *wt, size_t *n, size_t *fresh);
 
+/* k of the n tasks of list into out, each k-subset equally likely, rnd giving uniform
+ * 64-bit values; without a copy of the whole list (Floyd's algorithm). set holds
+ * WALLTASKS_PICK_SLOTS(k) entries. */
+#define WALLTASKS_PICK_SLOTS(k) (2 * (size_t)(k))
+void walltasks_sample(const struct wall_task *list, size_t n, size_t k, struct wall_task *out,
+		      uint32_t *set, uint64_t (*rnd)(void *), void *ctx);
+
 #endif

@@ -112,24 +112,28 @@ static bool name_matches(const char *tp_name, const char *name)
 	return !strcmp(tp_name, name) || (dot && !strcmp(dot + 1, name));
 }
 
-/* tp_name and tp_base of type, from the reader's cache when it has one */
-static int type_info(const struct objread *r, uint64_t type, char *name, size_t len, uint64_t *base)
+/* tp_name and tp_base of type: the name in the reader's cache when it has one (*name
+ * then points there, not copied: a snapshot asks this for every future it meets), else
+ * read into buf. */
+static int type_info(const struct objread *r, uint64_t type, char *buf, size_t len,
+		     const char **name, uint64_t *base)
 {
 	__typeof__(&r->types->e[0]) e = r->types ? &r->types->e[(type >> 4) % OBJ_TYPES] : NULL;
 	int ret;
 
 	if (e && e->type == type) {
-		snprintf(name, len, "%s", e->name);
+		*name = e->name;
 		*base = e->base;
 		return 0;
 	}
-	ret = obj_type_name(r, type, name, len);
+	*name = buf;
+	ret = obj_type_name(r, type, buf, len);
 	if (!ret)
 		ret = obj_ptr(r, type + r->m->type_base, base);
 	if (!ret && e) {
 		e->type = type;
 		e->base = *base;
-		snprintf(e->name, sizeof(e->name), "%s", name);
+		snprintf(e->name, sizeof(e->name), "%s", buf);
 	}
 	return ret;
 }
@@ -137,12 +141,13 @@ static int type_info(const struct objread *r, uint64_t type, char *name, size_t 
 int obj_isinstance(const struct objread *r, uint64_t obj, const char *name)
 {
 	char buf[128];
+	const char *tp_name;
 	uint64_t type, base;
 	int ret = obj_type(r, obj, &type);
 
 	for (int i = 0; !ret && type && i < MAX_BASES; i++, type = base) {
-		ret = type_info(r, type, buf, sizeof(buf), &base);
-		if (!ret && name_matches(buf, name))
+		ret = type_info(r, type, buf, sizeof(buf), &tp_name, &base);
+		if (!ret && name_matches(tp_name, name))
 			return 1;
 	}
 	return ret < 0 ? ret : 0;

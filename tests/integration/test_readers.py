@@ -24,6 +24,14 @@ PRELOAD = os.path.join(BUILD, "libasyncbpf-memcpy.so")
 BENCH = os.path.join(BUILD, "asyncbpf-bench")
 READERS = ["bpf", "memcpy", "vmreadv"]
 AGREE = 0.90
+# readers that stop the target for a sample (an interrupt, a signal): their profiles are
+# compared line by line; vmreadv reads a running thread, and its own reads slow the
+# target's writes to the frame lines it reads (a cache line taken from the other core),
+# so within a hot loop it finds the target more often at the lines that write the frame:
+# measured, its line-by-line overlap with the others 0.93-0.99 where theirs with each
+# other was 0.97-0.99, 0.97-0.997 for all three with the lines left out. It is compared
+# by function.
+STOPPING = {"bpf", "memcpy"}
 CHURN_S = 60
 # CPU time a spinning target runs between the steps of a fault case: about 300 walks
 # at 999 Hz
@@ -141,6 +149,15 @@ def profile(path, pid):
     return prof
 
 
+def by_function(prof):
+    """prof with the frames' line numbers left out."""
+    out = {}
+    for k, n in prof.items():
+        k = re.sub(r":\d+\)", ")", k)
+        out[k] = out.get(k, 0) + n
+    return out
+
+
 def overlap(a, b):
     ta, tb = sum(a.values()), sum(b.values())
     return sum(min(a[k] / ta, b.get(k, 0) / tb) for k in a)
@@ -214,10 +231,13 @@ def test_readers_agree(built, tmp, churn):
                 name, r, sorted(p, key=p.get)[-3:])
         for i, a in enumerate(READERS):
             for b in READERS[i + 1:]:
-                ov = overlap(profs[a], profs[b])
-                print("%s: overlap %s-%s %.3f" % (name, a, b, ov))
-                assert ov >= AGREE, "%s: %s and %s profiles overlap %.3f < %.2f" % (
-                    name, a, b, ov, AGREE)
+                lines = a in STOPPING and b in STOPPING
+                ov = overlap(profs[a], profs[b]) if lines else overlap(
+                    by_function(profs[a]), by_function(profs[b]))
+                print("%s: overlap %s-%s %.3f (%s)" % (
+                    name, a, b, ov, "by line" if lines else "by function"))
+                assert ov >= AGREE, "%s: %s and %s profiles overlap %.3f < %.2f (%s)" % (
+                    name, a, b, ov, AGREE, "by line" if lines else "by function")
 
 
 FAULT_CASES = {

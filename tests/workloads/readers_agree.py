@@ -1,23 +1,28 @@
 """Two named asyncio tasks, A and B, under a main task that gathers them; each spins in
-its own leaf (A twice as long as B) between `await sleep(0)`: few distinct stacks, so
-that profiles of the same run taken by different readers can be compared.
+its own leaf (A twice as long as B on average) between `await sleep(0)`: few distinct
+stacks, so that profiles of the same run taken by different readers can be compared.
+Each spin's length is drawn at random: a fixed one makes the loop periodic, and a reader
+sampling at a fixed period (the BPF reader's cpu-clock) then keeps one phase against it
+for the whole run, which each reader's own cost per sample shifts differently: the
+A/B split then differed between readers by up to 0.06, from run to run.
 
 Prints READY, then runs until killed."""
 import asyncio
+import random
 
 import _wl
 
 
 def spin_a():
     n = 0
-    for i in range(20000):  # A
+    for i in range(random.randint(10000, 30000)):  # A
         n += i
     return n
 
 
 def spin_b():
     n = 0
-    for i in range(10000):  # B
+    for i in range(random.randint(5000, 15000)):  # B
         n += i
     return n
 

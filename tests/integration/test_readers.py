@@ -25,12 +25,11 @@ BENCH = os.path.join(BUILD, "asyncbpf-bench")
 READERS = ["bpf", "memcpy", "vmreadv"]
 AGREE = 0.90
 # readers that stop the target for a sample (an interrupt, a signal): their profiles are
-# compared line by line; vmreadv reads a running thread, and its own reads slow the
-# target's writes to the frame lines it reads (a cache line taken from the other core),
-# so within a hot loop it finds the target more often at the lines that write the frame:
-# measured, its line-by-line overlap with the others 0.93-0.99 where theirs with each
-# other was 0.97-0.99, 0.97-0.997 for all three with the lines left out. It is compared
-# by function.
+# compared line by line; vmreadv reads a running thread, which its own reads likely slow
+# at its writes to the frame lines they read (taken from the other core), so within a
+# hot loop it finds the target more often at some lines: measured, its line-by-line
+# overlap with the others 0.93-0.99 where theirs with each other was 0.97-0.99, and
+# 0.97-0.997 for all three with the lines left out. It is compared by function.
 STOPPING = {"bpf", "memcpy"}
 CHURN_S = 60
 # CPU time a spinning target runs between the steps of a fault case: about 300 walks

@@ -309,7 +309,9 @@ void walltasks_sample(const struct wall_task *list, size_t n, size_t k, struct w
 	size_t mask = 1;
 
 	if (k >= n) {
-		memcpy(out, list, n * sizeof(*list));
+		/* list is NULL before the first task */
+		if (n)
+			memcpy(out, list, n * sizeof(*list));
 		return;
 	}
 	/* a power of two, at least 2k: WALLTASKS_PICK_SLOTS(k) rounded down to one */

@@ -294,7 +294,7 @@ const struct wall_task *walltasks_list(const struct walltasks *wt, size_t *n, si
 /* Whether index i is in the set; else adds it. */
 static int picked(uint32_t *set, size_t mask, size_t i)
 {
-	size_t h = (size_t)((i * 0x9E3779B97F4A7C15ULL) >> 20) & mask;
+	size_t h = hash_u64(i) & mask;
 
 	for (; set[h]; h = (h + 1) & mask)
 		if (set[h] == i + 1)
@@ -314,7 +314,8 @@ void walltasks_sample(const struct wall_task *list, size_t n, size_t k, struct w
 			memcpy(out, list, n * sizeof(*list));
 		return;
 	}
-	/* a power of two, at least 2k: WALLTASKS_PICK_SLOTS(k) rounded down to one */
+	/* the largest power of two in WALLTASKS_PICK_SLOTS(k): above k, so a probe always
+	 * ends at a free slot */
 	while (mask * 2 <= WALLTASKS_PICK_SLOTS(k))
 		mask *= 2;
 	memset(set, 0, mask * sizeof(*set));

@@ -155,7 +155,11 @@ struct pw_scratch {
 	__u64 work_read[4];	     /* the work links' reads, off the stack (5.10 allows 512 bytes
 				      * for the program and its calls together) */
 	__u8 pair[2 * PW_PAIR_SPAN]; /* pw_read_pair's span */
-	__u64 last_code;	     /* the code object of the walk's last frame */
+	/* the task pw_task_fields read last in this walk (0: none), and its fut_waiter,
+	 * coroutine and name */
+	__u64 fields_of;
+	__u64 fields[3];
+	__u64 last_code; /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
 	__u32 code_fp[PW_CODE_SLOTS];
@@ -180,6 +184,7 @@ static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
 	 * the last sample's pool frame on this CPU as its own: the link would follow it */
 	s->work_frame = 0;
 	s->ngens = 0;
+	s->fields_of = 0;
 	for (__u32 i = 0; i < PW_CODE_SLOTS; i++)
 		s->code_addr[i] = 0;
 }
@@ -841,8 +846,66 @@ static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 
 						     __u64 name, __u64 serial);
 #endif
 
-static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p, __u32 pid,
-				    __u64 task, __u64 serial, __u32 *kind, char *buf)
+/* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
+ * of the span between them where it is short, else one each. Both are needed, so the
+ * span, inside the object and no longer than a page, fails only where one of the two
+ * narrow reads would. 0 on success. */
+static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u64 obj, __u32 a,
+				  __u32 b, __u64 *va, __u64 *vb)
+{
+	__u32 lo = a < b ? a : b, len = (a < b ? b - a : a - b) + 8;
+
+	if (len > PW_PAIR_SPAN)
+		return pw_read(r, va, 8, obj + a) || pw_read(r, vb, 8, obj + b) ? -1 : 0;
+	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
+	if (pw_read(r, s->pair, len, obj + lo))
+		return -1;
+	*va = PW_LOAD(__u64, s->pair, (a - lo) & (PW_PAIR_SPAN - 1));
+	*vb = PW_LOAD(__u64, s->pair, (b - lo) & (PW_PAIR_SPAN - 1));
+	return 0;
+}
+
+enum { PW_WAITER, PW_CORO, PW_NAME };
+
+/* A task's fut_waiter, coroutine and name into s->fields: adjacent in every version (in
+ * one span of PW_PAIR_SPAN bytes: test_objmodel checks the table), one read. s->fields_of
+ * says whose they are until the next call or walk: the alive check reads them, and the
+ * task step after it takes the name, the link check the fut_waiter, from there, as
+ * current as that read. 0 on success. */
+/* Not in wall mode (PW_TASK_SPAN 0: the fields read one by one where wanted, its alive
+ * check the coroutine alone): its program's verification on Linux 7.2 walks 95% of the
+ * million instructions the verifier allows, and the span's paths take it past. */
+#ifdef PW_READS_RUNNING
+#define PW_TASK_SPAN 0
+#else
+#define PW_TASK_SPAN 1
+#endif
+static PW_INLINE int pw_task_fields(struct pw_reader *r, const struct py_proc *p,
+				    struct pw_scratch *s, __u64 task)
+{
+	const struct py_async_layout *a = &p->async;
+	__u32 w = a->task_fut_waiter, c = a->task_coro, n = a->task_name;
+	__u32 lo = w < c ? (w < n ? w : n) : (c < n ? c : n);
+	__u32 len = (w > c ? (w > n ? w : n) : (c > n ? c : n)) + 8 - lo;
+
+	s->fields_of = 0;
+	if (!PW_TASK_SPAN)
+		return pw_read_pair(r, s, task, w, c, &s->fields[PW_WAITER], &s->fields[PW_CORO]);
+	if (len > PW_PAIR_SPAN)
+		return -1;
+	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
+	if (pw_read(r, s->pair, len, task + lo))
+		return -1;
+	s->fields[PW_WAITER] = PW_LOAD(__u64, s->pair, (w - lo) & (PW_PAIR_SPAN - 1));
+	s->fields[PW_CORO] = PW_LOAD(__u64, s->pair, (c - lo) & (PW_PAIR_SPAN - 1));
+	s->fields[PW_NAME] = PW_LOAD(__u64, s->pair, (n - lo) & (PW_PAIR_SPAN - 1));
+	s->fields_of = task;
+	return 0;
+}
+
+static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p,
+				    struct pw_scratch *s, __u32 pid, __u64 task, __u64 serial,
+				    __u32 *kind, char *buf)
 {
 	const struct py_layout *y = &p->layout;
 	/* few locals: this runs in the task loop's frame, which 5.10 and 6.1 limit with the
@@ -855,7 +918,11 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 #endif
 
 	*kind = NAME_NONE;
-	if (pw_read(r, &name, 8, task + p->async.task_name) || !name)
+	if (PW_TASK_SPAN && task && s->fields_of == task)
+		name = s->fields[PW_NAME];
+	else if (pw_read(r, &name, 8, task + p->async.task_name))
+		return 0;
+	if (!name)
 		return name;
 #ifdef PW_NAME_CACHE
 	if (serial && pw_name_cached(r, pid, task, serial, name, kind, buf))
@@ -920,21 +987,27 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 
 /* Is the task at addr, running coro, still the task numbered serial? 1 yes, 0 no, -1
  * its memory cannot be read now. */
-static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p, __u32 pid,
-				   __u64 addr, __u64 coro, __u64 serial)
+static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
+				   struct pw_scratch *s, __u32 pid, __u64 addr, __u64 coro,
+				   __u64 serial)
 {
-	__u64 now = 0, sn = 0;
+	__u64 sn = 0, now = 0;
 
 	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
 		return 0;
-	if (pw_read(r, &now, 8, addr + p->async.task_coro))
+	if (!PW_TASK_SPAN) {
+		if (pw_read(r, &now, 8, addr + p->async.task_coro))
+			return -1;
+		return now == coro;
+	}
+	if (pw_task_fields(r, p, s, addr))
 		return -1;
-	return now == coro;
+	return s->fields[PW_CORO] == coro;
 }
 
 /* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
-static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p, __u32 pid,
-				  __u64 gen, __u64 *serial)
+static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p,
+				  struct pw_scratch *s, __u32 pid, __u64 gen, __u64 *serial)
 {
 	const struct task_id *id = pw_coro_task(pid, gen);
 	__u64 t, sn;
@@ -943,7 +1016,7 @@ static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p, 
 		return 0;
 	t = id->task;
 	sn = id->serial;
-	if (pw_task_alive(r, p, pid, t, gen, sn) != 1)
+	if (pw_task_alive(r, p, s, pid, t, gen, sn) != 1)
 		return 0;
 	*serial = sn;
 	return t;
@@ -966,7 +1039,7 @@ static long pw_running_step(__u32 i, void *ctx)
 
 	if (first + i >= n)
 		return 1;
-	t = pw_task_of(f->r, f->p, f->pid, f->s->gen[k], &f->serial);
+	t = pw_task_of(f->r, f->p, f->s, f->pid, f->s->gen[k], &f->serial);
 	if (!t)
 		return 0;
 	f->task = t;
@@ -1016,8 +1089,8 @@ static PW_NOINLINE int pw_task_name(struct pw_tasks *w)
 {
 	struct task_rec *t = &w->smp->tasks[(w->n - 1) & (MAX_TASKS - 1)];
 
-	t->name_obj =
-		pw_copy_name(w->r, w->p, w->pid, w->cur, w->cur_serial, &t->name_kind, t->name);
+	t->name_obj = pw_copy_name(w->r, w->p, w->s, w->pid, w->cur, w->cur_serial, &t->name_kind,
+				   t->name);
 	return 0;
 }
 
@@ -1046,11 +1119,13 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 		w->cur_flags = TASK_MEMO;
 		return 0;
 	}
-	alive = pw_task_alive(w->r, p, w->pid, w->cur, w->cur_coro, w->cur_serial);
+	alive = pw_task_alive(w->r, p, w->s, w->pid, w->cur, w->cur_coro, w->cur_serial);
 	/* a creator that awaits the task now (aiohttp's connection task its request) is drawn
 	 * as an awaiter, as it is once a snapshot has seen it */
 	if (alive > 0 && link->kind == LINK_ORIGIN &&
-	    !pw_read(w->r, &waiter, 8, w->cur + p->async.task_fut_waiter) && waiter == t->addr)
+	    (PW_TASK_SPAN ? (waiter = w->s->fields[PW_WAITER], 0)
+			  : pw_read(w->r, &waiter, 8, w->cur + p->async.task_fut_waiter)) == 0 &&
+	    waiter == t->addr)
 		w->cur_flags = 0;
 	if (alive <= 0) {
 		/* copied now: no pointer is kept from one step to the next (the bounded
@@ -1148,25 +1223,6 @@ static PW_INLINE int pw_attr(struct pw_reader *r, __u64 obj, const struct py_att
 	return 0;
 }
 
-/* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
- * of the span between them where it is short, else one each. Both are needed, so the
- * span, inside the object and no longer than a page, fails only where one of the two
- * narrow reads would. 0 on success. */
-static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u64 obj, __u32 a,
-				  __u32 b, __u64 *va, __u64 *vb)
-{
-	__u32 lo = a < b ? a : b, len = (a < b ? b - a : a - b) + 8;
-
-	if (len > PW_PAIR_SPAN)
-		return pw_read(r, va, 8, obj + a) || pw_read(r, vb, 8, obj + b) ? -1 : 0;
-	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
-	if (pw_read(r, s->pair, len, obj + lo))
-		return -1;
-	*va = PW_LOAD(__u64, s->pair, (a - lo) & (PW_PAIR_SPAN - 1));
-	*vb = PW_LOAD(__u64, s->pair, (b - lo) & (PW_PAIR_SPAN - 1));
-	return 0;
-}
-
 /* Moves the walk to task, which a pool worker's item wakes when done, if task awaits
  * that item's asyncio future fut now (its fut_waiter): 0. Else the item is no task's
  * any more (cancelled, timed out, abandoned: SAMPLE_WORK_STALE), 1. */
@@ -1175,11 +1231,7 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 	const struct py_proc *p = w->p;
 	__u64 *v = w->s->work_read;
 
-	/* v[1]: its fut_waiter, v[0]: its coroutine */
-	if (!task ||
-	    pw_read_pair(w->r, w->s, task, p->async.task_fut_waiter, p->async.task_coro, &v[1],
-			 &v[0]) ||
-	    v[1] != fut) {
+	if (!task || pw_task_fields(w->r, p, w->s, task) || w->s->fields[PW_WAITER] != fut) {
 		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
 	}
@@ -1188,10 +1240,10 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 		w->smp->hdr.flags |= SAMPLE_WORK_UNSEEN;
 		return 1;
 	}
-	if (!v[0])
+	if (!w->s->fields[PW_CORO])
 		return 1;
 	w->cur = task;
-	w->cur_coro = v[0];
+	w->cur_coro = w->s->fields[PW_CORO];
 	w->cur_serial = v[3];
 	w->own = 1;
 	w->smp->hdr.running_idx = w->s->work_idx;

@@ -360,7 +360,8 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	link.parent = f.task;
 	link.parent_coro = f.coro;
 	link.parent_serial = f.serial;
-	link.name_obj = pw_copy_name(rd, p, pid, f.task, f.serial, &link.name_kind, link.name);
+	link.name_obj =
+		pw_copy_name(rd, p, &sc->pw, pid, f.task, f.serial, &link.name_kind, link.name);
 	key.addr = self;
 	bpf_map_update_elem(&task_links, &key, &link, BPF_ANY);
 	/* the creation site: thread frames 0 (the create call) to f.idx (the creator's

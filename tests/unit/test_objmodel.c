@@ -1165,6 +1165,20 @@ static void test_find(void)
 	CHECK(!py_objmodel_find(0x030700f0) && !py_objmodel_find(0x031000f0) &&
 		      !py_objmodel_find(0x030c00b1) && !py_objmodel_find(0),
 	      "versions without a model");
+	/* the walker reads a task's fut_waiter, coroutine and name at once (pw_task_fields) */
+	for (minor = 8; minor <= 15; minor++) {
+		const struct py_objmodel *m = py_objmodel_find(PYV(3, minor) | 0xf0);
+		const struct py_async_layout *y = m ? &m->async : NULL;
+
+		if (!m)
+			continue;
+		CHECK(y->task_coro && y->task_name && y->task_fut_waiter &&
+			      y->task_coro + 8 == y->task_name &&
+			      y->task_fut_waiter + 8 == y->task_coro &&
+			      y->task_name + 8 - y->task_fut_waiter <= PW_PAIR_SPAN,
+		      "3.%u: task fut_waiter %u coro %u name %u not in one span", minor,
+		      y->task_fut_waiter, y->task_coro, y->task_name);
+	}
 	for (minor = 14; minor <= 15; minor++) {
 		const struct py_objmodel *m = py_objmodel_find(PYV(3, minor) | 0xf0);
 

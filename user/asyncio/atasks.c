@@ -393,8 +393,10 @@ static int read_task(const struct py_target *t, unsigned int what, struct atask 
 
 uint64_t atasks_copy_name(const struct py_target *t, uint64_t task, __u32 *kind, char *name)
 {
+	struct pw_scratch s = { 0 };
+
 	vmwalk_target(t->pid);
-	return pw_copy_name(NULL, &t->proc, t->pid, task, 0, kind, name);
+	return pw_copy_name(NULL, &t->proc, &s, t->pid, task, 0, kind, name);
 }
 
 static int by_name(const void *x, const void *y)

@@ -867,11 +867,11 @@ static PW_INLINE int pw_read_pair(struct pw_reader *r, struct pw_scratch *s, __u
 
 enum { PW_WAITER, PW_CORO, PW_NAME };
 
-/* A task's fut_waiter, coroutine and name into s->fields: adjacent in every version (in
- * one span of PW_PAIR_SPAN bytes: test_objmodel checks the table), one read. s->fields_of
- * says whose they are until the next call or walk: the alive check reads them, and the
- * task step after it takes the name, the link check the fut_waiter, from there, as
- * current as that read. 0 on success. */
+/* A task's fut_waiter, coroutine and name into s->fields: side by side in that order in
+ * every version (test_objmodel checks the table), one read. s->fields_of says whose they
+ * are until the next call or walk: the alive check reads them, and the task step after it
+ * takes the name, the link check the fut_waiter, from there, as current as that read. 0
+ * on success. */
 /* Not in wall mode (PW_TASK_SPAN 0: the fields read one by one where wanted, its alive
  * check the coroutine alone): its program's verification on Linux 7.2 walks 95% of the
  * million instructions the verifier allows, and the span's paths take it past. */
@@ -884,21 +884,15 @@ static PW_INLINE int pw_task_fields(struct pw_reader *r, const struct py_proc *p
 				    struct pw_scratch *s, __u64 task)
 {
 	const struct py_async_layout *a = &p->async;
-	__u32 w = a->task_fut_waiter, c = a->task_coro, n = a->task_name;
-	__u32 lo = w < c ? (w < n ? w : n) : (c < n ? c : n);
-	__u32 len = (w > c ? (w > n ? w : n) : (c > n ? c : n)) + 8 - lo;
+	__u32 w = a->task_fut_waiter;
 
 	s->fields_of = 0;
 	if (!PW_TASK_SPAN)
-		return pw_read_pair(r, s, task, w, c, &s->fields[PW_WAITER], &s->fields[PW_CORO]);
-	if (len > PW_PAIR_SPAN)
+		return pw_read_pair(r, s, task, w, a->task_coro, &s->fields[PW_WAITER],
+				    &s->fields[PW_CORO]);
+	if (a->task_coro != w + 8 || a->task_name != w + 16 ||
+	    pw_read(r, s->fields, sizeof(s->fields), task + w))
 		return -1;
-	PW_MASK(len, 2 * PW_PAIR_SPAN - 1);
-	if (pw_read(r, s->pair, len, task + lo))
-		return -1;
-	s->fields[PW_WAITER] = PW_LOAD(__u64, s->pair, (w - lo) & (PW_PAIR_SPAN - 1));
-	s->fields[PW_CORO] = PW_LOAD(__u64, s->pair, (c - lo) & (PW_PAIR_SPAN - 1));
-	s->fields[PW_NAME] = PW_LOAD(__u64, s->pair, (n - lo) & (PW_PAIR_SPAN - 1));
 	s->fields_of = task;
 	return 0;
 }
@@ -1094,6 +1088,16 @@ static PW_NOINLINE int pw_task_name(struct pw_tasks *w)
 	return 0;
 }
 
+/* The fut_waiter of the task the walk has just checked alive (w->cur); 0 if unreadable. */
+static PW_INLINE __u64 pw_cur_waiter(struct pw_tasks *w)
+{
+	__u64 v = 0;
+
+	if (PW_TASK_SPAN)
+		return w->s->fields[PW_WAITER];
+	return pw_read(w->r, &v, 8, w->cur + w->p->async.task_fut_waiter) ? 0 : v;
+}
+
 /* Moves the walk to the task that the task at n (t) is linked to; 1 when there is none.
  * A function of its own, for the task step's frame (see pw_in_chain). */
 static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u32 n)
@@ -1101,7 +1105,6 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 	const struct py_proc *p = w->p;
 	const struct task_link *link;
 	struct task_rec *next;
-	__u64 waiter = 0;
 	int alive;
 
 	link = pw_task_link(w->pid, w->cur);
@@ -1122,10 +1125,7 @@ static PW_NOINLINE int pw_next_task(struct pw_tasks *w, struct task_rec *t, __u3
 	alive = pw_task_alive(w->r, p, w->s, w->pid, w->cur, w->cur_coro, w->cur_serial);
 	/* a creator that awaits the task now (aiohttp's connection task its request) is drawn
 	 * as an awaiter, as it is once a snapshot has seen it */
-	if (alive > 0 && link->kind == LINK_ORIGIN &&
-	    (PW_TASK_SPAN ? (waiter = w->s->fields[PW_WAITER], 0)
-			  : pw_read(w->r, &waiter, 8, w->cur + p->async.task_fut_waiter)) == 0 &&
-	    waiter == t->addr)
+	if (alive > 0 && link->kind == LINK_ORIGIN && pw_cur_waiter(w) == t->addr)
 		w->cur_flags = 0;
 	if (alive <= 0) {
 		/* copied now: no pointer is kept from one step to the next (the bounded

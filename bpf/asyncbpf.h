@@ -240,6 +240,19 @@ struct py_sample {
 	struct frame_rec frames[MAX_FRAMES + MAX_CORO_FRAMES];
 };
 
+/* A suspended awaiter's coroutine frames, as walked while it awaited the task waiter: its
+ * frames still while it awaits that same task, pending (bpf/pywalk.h, pw_kept). Keyed by
+ * struct task_key. */
+#define KEPT_FRAMES 64
+struct kept_ent {
+	__u64 gen; /* odd while being written */
+	__u64 serial;
+	__u64 coro;
+	__u64 waiter, waiter_serial, waiter_coro;
+	__u32 nframes, flags;
+	struct frame_rec frames[KEPT_FRAMES];
+};
+
 /* Key of the per-process maps of tasks and coroutines. */
 struct task_key {
 	__u32 pid;
@@ -344,6 +357,8 @@ enum stat_idx {
 	STAT_NS_OUTPUT,
 	STAT_TASK_FREED,     /* tasks freed (the task_free probe, wall mode) */
 	STAT_TASK_LIFE_LOST, /* task_lives events the ring buffer had no room for */
+	STAT_KEPT_HITS,	     /* suspended awaiters' frames taken from kept_frames */
+	STAT_KEPT_FILLS,     /* ... walked and kept there */
 	STAT_MAX,
 };
 

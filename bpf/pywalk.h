@@ -159,6 +159,11 @@ struct pw_scratch {
 	 * coroutine and name */
 	__u64 fields_of;
 	__u64 fields[3];
+	/* PW_KEEP_FRAMES: the task of the last task step when it is known pending and of
+	 * the sampled thread's loop (0: not), whether the walk has left that loop (passed a
+	 * creator), and whether pw_kept found the current task's walk may be kept */
+	__u64 pending;
+	__u32 crossed, keep;
 	__u64 last_code; /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
@@ -185,6 +190,8 @@ static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
 	s->work_frame = 0;
 	s->ngens = 0;
 	s->fields_of = 0;
+	s->pending = 0;
+	s->crossed = 0;
 	for (__u32 i = 0; i < PW_CODE_SLOTS; i++)
 		s->code_addr[i] = 0;
 }
@@ -1149,6 +1156,109 @@ static PW_NOINLINE int pw_in_chain(struct pw_tasks *w)
 	return 0;
 }
 
+/* Frames kept across samples, where the includer defines PW_KEEP_FRAMES(dst, len, src),
+ * a copy out of a map value, and provides pw_kept_lookup() (a task's kept entry), pw_kept_slot()
+ * (one to fill) and pw_kept_stat(). A task that awaits another task directly runs
+ * again only once that task is done: its wakeup is that task's done-callback, and its
+ * cancel() goes to the awaited task while that is pending (Task.cancel,
+ * task_cancel_impl). So while a task awaits the same task as when it was walked (its
+ * fut_waiter, of the same serial and coroutine) and that task is still pending, it has
+ * not run since: its coroutines are the frames walked then. The awaited task is pending
+ * when it runs on the sampled thread, or when its fut_waiter, read in this walk, is set
+ * (cleared at every step: a finished task has none). That holds from the pending check
+ * to the awaiter's own read only where nothing runs in between: the tasks of the sampled
+ * thread's loop, stopped while it is walked; an awaiter link stays in its loop (a task
+ * awaits no other loop's future), a creator link (made from another thread, say) and a
+ * pool worker's link do not, and the walk keeps nothing past them. A future that is not
+ * a task has no serial: a freed one's address is soon another's, awaited elsewhere, so an
+ * awaiter of one is walked at every sample. */
+#ifdef PW_KEEP_FRAMES
+static __always_inline struct kept_ent *pw_kept_lookup(struct pw_reader *r, __u32 pid, __u64 task);
+static __always_inline struct kept_ent *pw_kept_slot(struct pw_reader *r, __u32 pid, __u64 task);
+static __always_inline void pw_kept_stat(int fill);
+
+/* The task the walk is at (record n) takes its frames from its kept entry: 1, its frames
+ * copied after the ones used. Notes in s->keep whether a walk of it may be kept. */
+static PW_NOINLINE int pw_kept(struct pw_tasks *w, struct task_rec *t, __u32 n)
+{
+	struct pw_scratch *s = w->s;
+	const struct task_rec *c;
+	struct kept_ent *k;
+	__u64 gen, at = w->used, len;
+	__u32 nf;
+
+	s->keep = 0;
+	if (!n || !PW_TASK_SPAN)
+		return 0;
+	c = &w->smp->tasks[(n - 1) & (MAX_TASKS - 1)];
+	if (!c->addr || !c->serial || !w->cur_serial || s->pending != c->addr ||
+	    s->fields_of != w->cur || s->fields[PW_WAITER] != c->addr)
+		return 0;
+	s->keep = 1;
+	k = pw_kept_lookup(w->r, w->pid, w->cur);
+	if (!k)
+		return 0;
+	/* a seqlock: one writer per entry, the thread of the task's loop */
+	gen = k->gen;
+	asm volatile("" ::: "memory");
+	nf = k->nframes;
+	if ((gen & 1) || k->serial != w->cur_serial || k->coro != w->cur_coro ||
+	    k->waiter != c->addr || k->waiter_serial != c->serial || k->waiter_coro != c->coro ||
+	    nf >= KEPT_FRAMES || at + nf > PW_FRAMES_CAP)
+		return 0;
+	len = nf * sizeof(struct frame_rec);
+	PW_MASK(len, KEPT_FRAMES * sizeof(struct frame_rec) - 1);
+	PW_MASK(at, 511);
+	if (PW_KEEP_FRAMES(&w->smp->frames[at], len, k->frames))
+		return 0;
+	asm volatile("" ::: "memory");
+	/* and the entry still this task's: a full LRU map hands an entry to a new key at
+	 * once */
+	if (k->gen != gen || k->serial != w->cur_serial || k->waiter != c->addr ||
+	    k->waiter_serial != c->serial)
+		return 0;
+	t->nframes = nf;
+	t->flags |= k->flags;
+	w->used = at + nf;
+	pw_kept_stat(0);
+	return 1;
+}
+
+/* After a walk of record n's coroutine into frames[start..): kept if pw_kept said so. */
+static PW_NOINLINE void pw_keep(struct pw_tasks *w, struct task_rec *t, __u32 n, __u64 start)
+{
+	const struct task_rec *c = &w->smp->tasks[(n - 1) & (MAX_TASKS - 1)];
+	__u64 len = t->nframes;
+	struct kept_ent *k;
+
+	if (!w->s->keep || len >= KEPT_FRAMES)
+		return;
+	k = pw_kept_slot(w->r, w->pid, w->cur);
+	if (!k)
+		return;
+	k->gen++;
+	asm volatile("" ::: "memory");
+	k->serial = w->cur_serial;
+	k->coro = w->cur_coro;
+	k->waiter = c->addr;
+	k->waiter_serial = c->serial;
+	k->waiter_coro = c->coro;
+	k->flags = t->flags & TASK_TRUNCATED;
+	k->nframes = len;
+	len *= sizeof(struct frame_rec);
+	PW_MASK(len, KEPT_FRAMES * sizeof(struct frame_rec) - 1);
+	PW_MASK(start, 511);
+	if (PW_KEEP_FRAMES(k->frames, len, &w->smp->frames[start]))
+		k->serial = 0;
+	asm volatile("" ::: "memory");
+	k->gen++;
+	pw_kept_stat(1);
+}
+#else
+#define pw_kept(w, t, n)	0
+#define pw_keep(w, t, n, start) ((void)0)
+#endif
+
 static long pw_task_step(__u32 i, void *ctx)
 {
 	struct pw_tasks *w = ctx;
@@ -1174,16 +1284,26 @@ static long pw_task_step(__u32 i, void *ctx)
 	if (w->cur_flags & TASK_CYCLE)
 		return 1;
 	/* a creator is shown where it created the task, not by what it runs now */
-	if ((i > 0 || w->own) && !(w->cur_flags & TASK_ORIGIN)) {
+	if ((i > 0 || w->own) && !(w->cur_flags & TASK_ORIGIN) && !pw_kept(w, t, n)) {
 		nf = pw_walk_coro(w->r, p, w->cur_coro, w->smp->frames, w->used, PW_FRAMES_CAP,
 				  w->s, &awaited, &flags);
 		t->nframes = nf;
-		w->used += nf;
 		if (flags & SAMPLE_TRUNCATED)
 			t->flags |= TASK_TRUNCATED;
 		if (flags & SAMPLE_READ_ERR)
 			w->smp->hdr.flags |= SAMPLE_READ_ERR;
+		else
+			pw_keep(w, t, n, w->used);
+		w->used += nf;
 	}
+	/* pending in the sampled thread's loop: running on the thread, or awaiting
+	 * something (see pw_kept) */
+	if (w->own || (w->cur_flags & TASK_ORIGIN))
+		w->s->crossed = 1;
+	w->s->pending =
+		!w->s->crossed && (!n || (w->s->fields_of == w->cur && w->s->fields[PW_WAITER]))
+			? w->cur
+			: 0;
 	if (pw_next_task(w, t, n))
 		return 1;
 	pw_in_chain(w);

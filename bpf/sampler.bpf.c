@@ -18,6 +18,7 @@
 struct pw_reader {
 	struct pw_pages pages;
 	struct name_key name_key; /* the name cache's, off the stack */
+	struct task_key kept_key; /* kept_frames', as name_key */
 };
 
 /* Only frames and code objects are read through the cache (pw_view): cached reads at
@@ -37,7 +38,8 @@ static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 #define PW_NAME_CACHE
-#define NAME_KEY(r) (&(r)->name_key)
+#define NAME_KEY(r)		      (&(r)->name_key)
+#define PW_KEEP_FRAMES(dst, len, src) bpf_probe_read_kernel(dst, len, src)
 
 #include "pywalk.h"
 #define MAPS_WALK
@@ -186,6 +188,41 @@ static __always_inline void stat_inc(__u32 idx)
 
 	if (v)
 		(*v)++;
+}
+
+/* suspended awaiters' frames kept across samples (pywalk.h, pw_kept): 64 tasks of 64
+ * frames would be 4k tasks awaiting tasks in the profiled processes together */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct task_key);
+	__type(value, struct kept_ent);
+} kept_frames SEC(".maps");
+
+/* a new entry starts as this and is filled in place */
+const struct kept_ent no_kept;
+
+static __always_inline struct kept_ent *pw_kept_lookup(struct pw_reader *r, __u32 pid, __u64 task)
+{
+	r->kept_key.pid = pid;
+	r->kept_key.pad = 0;
+	r->kept_key.addr = task;
+	return bpf_map_lookup_elem(&kept_frames, &r->kept_key);
+}
+
+static __always_inline struct kept_ent *pw_kept_slot(struct pw_reader *r, __u32 pid, __u64 task)
+{
+	struct kept_ent *k = pw_kept_lookup(r, pid, task);
+
+	if (k)
+		return k;
+	bpf_map_update_elem(&kept_frames, &r->kept_key, &no_kept, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&kept_frames, &r->kept_key);
+}
+
+static __always_inline void pw_kept_stat(int fill)
+{
+	stat_inc(fill ? STAT_KEPT_FILLS : STAT_KEPT_HITS);
 }
 
 static __always_inline void name_stat(__u32 what)

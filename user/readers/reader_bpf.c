@@ -166,6 +166,11 @@ static void print_walk(const struct bpf_reader *br, const struct sampler_stats *
 			(unsigned long long)(st->stat[STAT_NS_FRAMES] / st->stat[STAT_PYTHON]),
 			(unsigned long long)(st->stat[STAT_NS_TASKS] / st->stat[STAT_PYTHON]),
 			(unsigned long long)(st->stat[STAT_NS_OUTPUT] / st->stat[STAT_PYTHON]));
+		fprintf(f,
+			"awaiters' frames kept: %llu walks taken from the last (a task that awaits "
+			"a pending task has not run), %llu walked and kept\n",
+			(unsigned long long)st->stat[STAT_KEPT_HITS],
+			(unsigned long long)st->stat[STAT_KEPT_FILLS]);
 		reader_print_cost(f, st->cost_hist);
 		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
 			(double)st->stat[STAT_READS] / (double)st->stat[STAT_PYTHON],

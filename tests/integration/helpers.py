@@ -493,6 +493,12 @@ INTERPRETERS_AVAILABLE = available(INTERPRETERS)
 UNSUPPORTED = discover_unsupported()
 
 
+def interp_params():
+    """One pytest.param per interpreter, skipped with its reason when it is missing."""
+    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
+                         if i.missing else []) for i in INTERPRETERS]
+
+
 class Workload:
     """Runs a workload under an interpreter (`python -u`), waits for READY, collects the
     JSON facts printed before it, and kills the process on exit. reap=True waits for the

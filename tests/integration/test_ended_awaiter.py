@@ -6,18 +6,14 @@ import contextlib
 
 import pytest
 
-from helpers import (INTERPRETERS, TaskFrame, Workload, record_checked, show,
-                     start_all, wait_links)
+from helpers import (INTERPRETERS, TaskFrame, Workload, interp_params, record_checked,
+                     show, start_all, wait_links)
 
 LONG_AWAITER = "awaiter-long-" + "\u00e9" * 50 + "-" + "\u6570" * 30
 AWAIT_SECONDS = 4  # the awaiter stops waiting this long after the recorder saw it wait
 RECORD_SECONDS = 8  # from then on
 FREQ = 199
 
-
-def interp_params():
-    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
-                         if i.missing else []) for i in INTERPRETERS]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import re
 
 import pytest
 
-from helpers import INTERPRETERS, Frame, Workload, record_checked, show, start_all
+from helpers import (INTERPRETERS_AVAILABLE, Frame, Workload, interp_params, record_checked,
+                     show, start_all)
 
 FREQ = 499
 RECORD_SECONDS = 6
@@ -19,7 +20,7 @@ SPIN_RE = re.compile(r"^spin_(\d)_(\d)$")
 
 @pytest.fixture(scope="module")
 def recorded(root_record_bin):
-    interps = [i for i in INTERPRETERS if not i.missing]
+    interps = INTERPRETERS_AVAILABLE
     if not interps:
         pytest.skip("no supported interpreter installed")
     with contextlib.ExitStack() as stack:
@@ -30,10 +31,6 @@ def recorded(root_record_bin):
                            min_seconds=RECORD_SECONDS)
         yield r, {i.id: w for i, w in zip(interps, loads)}
 
-
-def interp_params():
-    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
-                         if i.missing else []) for i in INTERPRETERS]
 
 
 def test_frames_kept(recorded):

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from helpers import INTERPRETERS, Workload, parse_pstree, run_tool, start_all
+from helpers import INTERPRETERS, Workload, interp_params, parse_pstree, run_tool, start_all
 
 from test_async_tasks import root_tasks_bin  # noqa: F401
 from workthreads import ask
@@ -26,10 +26,6 @@ ANYIO_PKGS = ("anyio", "sniffio", "idna")
 TASKS = [("req-anyio", "burn_anyio"), ("req-exec", "burn_exec"), ("req-own", "burn_own"),
          ("req-thread", "burn_thread")]
 
-
-def interp_params():
-    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
-                         if i.missing else []) for i in INTERPRETERS]
 
 
 @pytest.fixture(scope="module")

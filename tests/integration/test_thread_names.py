@@ -13,7 +13,8 @@ import time
 import pytest
 
 from helpers import (INTERPRETERS, INTERPRETERS_AVAILABLE, RECORD_TIMEOUT, TIMEOUT_SCALE,
-                     Recording, Workload, show, start_all, total, wait_cpu, wait_sampling)
+                     Recording, Workload, interp_params, show, start_all, total, wait_cpu,
+                     wait_sampling)
 
 FREQ = 199
 # CPU time each burning thread runs while sampled: about 60 samples at FREQ
@@ -73,10 +74,6 @@ def record_rename(binary, loads, *args):
     out, err = out.decode("utf-8", errors="replace"), err.decode("utf-8", errors="replace")
     return Recording(argv, rec.returncode, out, err, time.monotonic() - t0)
 
-
-def interp_params():
-    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
-                         if i.missing else []) for i in INTERPRETERS]
 
 
 @pytest.fixture(scope="module")

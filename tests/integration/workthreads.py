@@ -14,8 +14,10 @@ import time
 
 import pytest
 
-from helpers import (INTERPRETERS, RECORD_TIMEOUT, TIMEOUT_SCALE, Frame, Recording,
-                     TaskFrame, Workload, show, start_all, total, wait_for, wait_sampling)
+# interp_params: for the tests that import it from here
+from helpers import (INTERPRETERS, RECORD_TIMEOUT, TIMEOUT_SCALE, Frame, Recording,  # noqa: F401
+                     TaskFrame, Workload, interp_params, show, start_all, total, wait_for,
+                     wait_sampling)
 
 
 # Debian's anyio and what it imports: pure Python, so that pyenv's interpreters, which
@@ -33,11 +35,6 @@ def anyio_dir(tmp):
         os.symlink(os.path.join(DEBIAN_PACKAGES, p), os.path.join(tmp, p))
     return tmp
 
-
-def interp_params():
-    """One pytest.param per interpreter, skipped with its reason when it is missing."""
-    return [pytest.param(i, id=i.id, marks=[pytest.mark.skip(reason=i.missing)]
-                         if i.missing else []) for i in INTERPRETERS]
 
 
 @contextlib.contextmanager

@@ -164,6 +164,7 @@ struct pw_scratch {
 	 * creator), and whether pw_kept found the current task's walk may be kept */
 	__u64 pending;
 	__u32 crossed, keep;
+	__u32 gone_task; /* PW_READS_RUNNING: see pw_task_of */
 	__u64 last_code; /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
@@ -192,6 +193,7 @@ static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
 	s->fields_of = 0;
 	s->pending = 0;
 	s->crossed = 0;
+	s->gone_task = 0;
 	for (__u32 i = 0; i < PW_CODE_SLOTS; i++)
 		s->code_addr[i] = 0;
 }
@@ -1006,7 +1008,10 @@ static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
 	return s->fields[PW_CORO] == coro;
 }
 
-/* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. */
+/* Is gen the coroutine of a live task? Returns the task (0 if not) and its serial. A
+ * walk of a running thread (PW_READS_RUNNING) notes in s->gone_task a coroutine that was
+ * a task's and is no longer: the thread may have run on past the frames it read (the
+ * task ended and was freed meanwhile), which its includer then shows as torn. */
 static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p,
 				  struct pw_scratch *s, __u32 pid, __u64 gen, __u64 *serial)
 {
@@ -1017,8 +1022,12 @@ static PW_INLINE __u64 pw_task_of(struct pw_reader *r, const struct py_proc *p,
 		return 0;
 	t = id->task;
 	sn = id->serial;
-	if (pw_task_alive(r, p, s, pid, t, gen, sn) != 1)
+	if (pw_task_alive(r, p, s, pid, t, gen, sn) != 1) {
+#ifdef PW_READS_RUNNING
+		s->gone_task = 1;
+#endif
 		return 0;
+	}
 	*serial = sn;
 	return t;
 }
@@ -1296,6 +1305,7 @@ static long pw_task_step(__u32 i, void *ctx)
 			pw_keep(w, t, n, w->used);
 		w->used += nf;
 	}
+#ifdef PW_KEEP_FRAMES
 	/* pending in the sampled thread's loop: running on the thread, or awaiting
 	 * something (see pw_kept) */
 	if (w->own || (w->cur_flags & TASK_ORIGIN))
@@ -1304,6 +1314,7 @@ static long pw_task_step(__u32 i, void *ctx)
 		!w->s->crossed && (!n || (w->s->fields_of == w->cur && w->s->fields[PW_WAITER]))
 			? w->cur
 			: 0;
+#endif
 	if (pw_next_task(w, t, n))
 		return 1;
 	pw_in_chain(w);

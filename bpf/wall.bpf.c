@@ -468,6 +468,10 @@ static __noinline void sample_thread(struct task_struct *task, const struct py_p
 	sc->w.s.hdr.nframes = n;
 	/* the thread's running task, or the task a pool worker's item is for, as in CPU mode */
 	pw_walk_tasks(r, p, pid, &sc->w.s, &sc->pw);
+	/* frames of a task that ended since they were read: torn, not no task's (3.11's task
+	 * step, say, read in its task's last line, the task freed before it was looked up) */
+	if (!sc->w.s.hdr.ntasks && sc->pw.gone_task)
+		sc->w.s.hdr.flags |= SAMPLE_READ_ERR;
 	stat_inc(WSTAT_THREADS);
 	emit(sc);
 }

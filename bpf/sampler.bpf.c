@@ -190,8 +190,8 @@ static __always_inline void stat_inc(__u32 idx)
 		(*v)++;
 }
 
-/* suspended awaiters' frames kept across samples (pywalk.h, pw_kept): 64 tasks of 64
- * frames would be 4k tasks awaiting tasks in the profiled processes together */
+/* suspended awaiters' frames kept across samples (pywalk.h, pw_kept): up to 4096 tasks
+ * that await a task, in all profiled processes together, of 63 frames each (4.3 MB) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);

@@ -76,6 +76,7 @@ struct py_proc {
 	struct py_layout layout;
 	struct py_async_layout async; /* zero (yf_kind 0) until known */
 	struct py_work work;
+	__u64 renames; /* nonzero once the process's set_name calls are watched */
 };
 
 /* One Python frame. fp guards the symbol cache against code-object address reuse. */
@@ -180,19 +181,46 @@ enum name_kind {
 	NAME_NONE = 0,
 	NAME_ASCII = 1,	 /* the characters, NUL-padded */
 	NAME_LONG = 2,	 /* a PyLong's size word then its digits (3.12+ keeps Task-N as N) */
-	NAME_CACHED = 3, /* any other str: in task_names under (pid, task, name object), for
-			  * its serial */
+	NAME_CACHED = 3, /* any other str: in task_names under (pid, name generation, task,
+			  * name object, serial); the generation in the name's first 4 bytes */
 };
 
-/* Key of task_names: a task keeps one entry per name object it held, so that a rename
- * does not take the copy from under the samples that showed the old name, and a new task
- * at the same address (with a name at the same address) has its own. */
+/* A name's generation: a copy of a task's name is known right only for the name object
+ * and for the task's renames seen (task_serial.name_gen, below NAME_STAMP) when it was
+ * copied. A process whose renames are not watched (no set_name probe yet, --no-origins)
+ * has every copy stamped instead (NAME_STAMP and a number no other copy has while the
+ * map may hold it), never found again. */
+#define NAME_STAMP (1U << 31)
+
+/* Key of task_names: a task keeps one entry per name object and generation, so that a
+ * rename does not take the copy from under the samples that showed the old name, a name
+ * at the address of an old one is not the old one, and a new task at the same address
+ * has its own. */
 struct name_key {
 	__u32 pid;
-	__u32 pad;
+	__u32 gen;
 	__u64 task;
 	__u64 name_obj;
 	__u64 serial;
+};
+
+/* task_serials' value: the serial of the task at an address, its renames and, filled in
+ * by the CPU walk, its short name (NAME_ASCII or NAME_LONG, as task_rec keeps it) for
+ * name_serial, name_obj and fill_gen, so that the walk that checked a task alive has its
+ * name without another lookup. The walk writes the name part in place from any CPU, into
+ * an entry that an update (a new task at the address) may meanwhile have handed to another
+ * key: check, a mix of the name part's words (bpf/pywalk.h, pw_serial_check), says it was
+ * written whole by one writer, and name_serial for which task. */
+struct task_serial {
+	__u64 serial;
+	__u32 name_gen; /* set_name calls seen (the task_set_name probe) */
+	__u32 name_odd; /* one of them was given something other than a str: never cached */
+	__u64 name_serial;
+	__u64 name_obj;
+	__u32 name_kind;
+	__u32 fill_gen;
+	char name[TASK_NAME_LEN];
+	__u64 check;
 };
 
 /* Key of task_sites: a task's address is soon another task's, whose site must not
@@ -213,7 +241,7 @@ struct name_ent {
 	__u32 length; /* the str's length in characters: more than nchars when cut */
 	__u16 width;  /* bytes per character: 1 (ASCII or Latin-1), 2 (UCS-2), 4 (UCS-4) */
 	__u16 nchars; /* characters in chars */
-	__u32 pad;
+	__u32 gen;    /* the name generation of the copy (its key's) */
 	char name[TASK_NAME_LEN];
 	__u8 chars[NAME_BYTES];
 };
@@ -359,6 +387,7 @@ enum stat_idx {
 	STAT_TASK_LIFE_LOST, /* task_lives events the ring buffer had no room for */
 	STAT_KEPT_HITS,	     /* suspended awaiters' frames taken from kept_frames */
 	STAT_KEPT_FILLS,     /* ... walked and kept there */
+	STAT_RENAMES,	     /* set_name calls (the task_set_name probe) */
 	STAT_MAX,
 };
 

@@ -53,12 +53,12 @@ struct {
 	__type(value, struct task_id);
 } coro_task SEC(".maps");
 
-/* task address -> serial of the task that lives there now */
+/* task address -> serial of the task that lives there now, and its short name */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1 << 17);
 	__type(key, struct task_key);
-	__type(value, __u64);
+	__type(value, struct task_serial);
 } task_serials SEC(".maps");
 
 /* task -> the task it is linked to: an awaiter (userspace) or its creator */
@@ -77,10 +77,6 @@ struct {
 	__type(value, struct task_birth);
 } task_births SEC(".maps");
 
-enum name_stat { NAME_STAT_HIT, NAME_STAT_COPY };
-/* counted by the includer */
-static __always_inline void name_stat(__u32 what);
-
 /* task -> its name as copied (pw_copy_name), read by userspace for NAME_CACHED */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -95,10 +91,10 @@ const struct name_ent no_name;
 /* the name cache pywalk.h declares; key is somewhere other than the stack, which the walk
  * has used up: each includer says where (NAME_KEY(r)) */
 static __always_inline struct name_ent *name_lookup(struct name_key *key, __u32 pid, __u64 task,
-						    __u64 name, __u64 serial)
+						    __u64 name, __u64 serial, __u32 gen)
 {
 	key->pid = pid;
-	key->pad = 0;
+	key->gen = gen;
 	key->task = task;
 	key->name_obj = name;
 	key->serial = serial;
@@ -106,24 +102,26 @@ static __always_inline struct name_ent *name_lookup(struct name_key *key, __u32 
 }
 
 static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 task, __u64 serial,
-					  __u64 name, __u32 *kind, char *buf)
+					  __u64 name, __u32 gen, __u32 *kind, char *buf)
 {
-	struct name_ent *c = name_lookup(NAME_KEY(r), pid, task, name, serial);
+	struct name_ent *c = name_lookup(NAME_KEY(r), pid, task, name, serial, gen);
 
-	if (!c || c->serial != serial || c->name_obj != name)
+	if (!c || c->serial != serial || c->name_obj != name || c->gen != gen)
 		return 0;
 	*kind = c->kind;
 	if (c->kind != NAME_CACHED)
 		__builtin_memcpy(buf, c->name, TASK_NAME_LEN);
+	else
+		__builtin_memcpy(buf, &gen, sizeof(gen));
 	name_stat(NAME_STAT_HIT);
 	return 1;
 }
 
 static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 pid, __u64 task,
-						     __u64 name, __u64 serial)
+						     __u64 name, __u64 serial, __u32 gen)
 {
 	struct name_key *key = NAME_KEY(r);
-	struct name_ent *c = name_lookup(key, pid, task, name, serial);
+	struct name_ent *c = name_lookup(key, pid, task, name, serial, gen);
 
 	if (!c) {
 		bpf_map_update_elem(&task_names, key, &no_name, BPF_NOEXIST);
@@ -145,12 +143,35 @@ static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
 {
 	struct task_key key = { .pid = pid, .addr = task };
-	__u64 *sn = bpf_map_lookup_elem(&task_serials, &key);
+	struct task_serial *e = bpf_map_lookup_elem(&task_serials, &key);
 
-	if (!sn)
+	if (!e)
 		return -1;
-	*serial = *sn;
+	*serial = e->serial;
 	return 0;
+}
+
+#ifdef PW_SERIAL_NAMES
+static __always_inline int pw_task_serial_name(struct pw_scratch *s, __u32 pid, __u64 task,
+					       __u64 *serial)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+	struct task_serial *e = bpf_map_lookup_elem(&task_serials, &key);
+
+	if (!e)
+		return -1;
+	__builtin_memcpy(&s->sname, e, sizeof(*e));
+	s->sname_of = task;
+	*serial = s->sname.serial;
+	return 0;
+}
+#endif
+
+static __always_inline struct task_serial *pw_serial_slot(__u32 pid, __u64 task)
+{
+	struct task_key key = { .pid = pid, .addr = task };
+
+	return bpf_map_lookup_elem(&task_serials, &key);
 }
 
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task)

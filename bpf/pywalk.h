@@ -9,7 +9,9 @@
  *   static const struct task_id *pw_coro_task(__u32 pid, __u64 coro);    NULL: none
  *   static int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);     0 on success
  *   static const struct task_link *pw_task_link(__u32 pid, __u64 task);  NULL: none
- * A returned pointer stays valid until the next lookup of the same kind.
+ * A returned pointer stays valid until the next lookup of the same kind. An includer that
+ * defines PW_NAME_CACHE provides the name caches' lookups declared before pw_copy_name;
+ * PW_SERIAL_NAMES keeps short names in the task's serial entry, pw_task_serial_name().
  */
 #ifndef ASYNCBPF_PYWALK_H
 #define ASYNCBPF_PYWALK_H
@@ -165,6 +167,13 @@ struct pw_scratch {
 	__u64 pending;
 	__u32 crossed, keep;
 	__u32 gone_task; /* PW_READS_RUNNING: see pw_task_of */
+	/* PW_SERIAL_NAMES: the serial entry of task sname_of (0: none) as copied after the
+	 * last read of its fields (pw_task_fields forgets it) */
+	__u64 sname_of;
+	struct task_serial sname;
+	/* PW_NAME_CACHE: name stamps made on this CPU, and whose they are (the includer's
+	 * program: 0 to 2, see pw_name_stamp); kept from walk to walk */
+	__u32 stamps, stamp_slot;
 	__u64 last_code; /* the code object of the walk's last frame */
 	/* fingerprints of the code objects read in this walk */
 	__u64 code_addr[PW_CODE_SLOTS];
@@ -191,6 +200,7 @@ static PW_INLINE void pw_scratch_reset(struct pw_scratch *s)
 	s->work_frame = 0;
 	s->ngens = 0;
 	s->fields_of = 0;
+	s->sname_of = 0;
 	s->pending = 0;
 	s->crossed = 0;
 	s->gone_task = 0;
@@ -849,10 +859,121 @@ static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc 
  * (up to TASK_NAME_MAX characters) while the task provably holds it (NAME_CACHED);
  * without it, only short ASCII ones and numbers. */
 #ifdef PW_NAME_CACHE
+enum name_stat { NAME_STAT_HIT, NAME_STAT_COPY };
+/* counted by the includer */
+static __always_inline void name_stat(__u32 what);
 static __always_inline int pw_name_cached(struct pw_reader *r, __u32 pid, __u64 task, __u64 serial,
-					  __u64 name, __u32 *kind, char *buf);
+					  __u64 name, __u32 gen, __u32 *kind, char *buf);
 static __always_inline struct name_ent *pw_name_slot(struct pw_reader *r, __u32 pid, __u64 task,
-						     __u64 name, __u64 serial);
+						     __u64 name, __u64 serial, __u32 gen);
+/* the task's serial entry, to read its renames or write its name into */
+static __always_inline struct task_serial *pw_serial_slot(__u32 pid, __u64 task);
+
+/* A name generation no other copy has while task_names may hold it (NAME_STAMP): the
+ * slot tells the includer's programs apart (they may run nested on a CPU), 2^19 copies
+ * per CPU and slot before one comes back, when the 2^14 entries of task_names are long
+ * gone. */
+static __always_inline __u32 pw_name_stamp(struct pw_scratch *s)
+{
+	return NAME_STAMP | (s->stamp_slot & 3) << 29 | (bpf_get_smp_processor_id() & 0x3ff) << 19 |
+	       (s->stamps++ & 0x7ffff);
+}
+
+/* The generation of the task's names for a copy found or made now. Each set_name call
+ * adds one to the task's name_gen before the new name object replaces the old one, which
+ * is then freed and whose address the next name of its size often takes; under the GIL
+ * a call with a str does nothing else in between (given anything else, it runs that
+ * object's __str__, maybe Python code, and name_odd keeps the task's names from the
+ * caches for good). So a copy of the characters of the object a task names, read after
+ * the generation was g and with the name object read again in between, is right while
+ * the generation is still g: a later name at that address comes with a rename. A copy is
+ * found when the generation read after the name object is the copy's. From s->sname
+ * where it was copied after the task's fields, else a lookup; a stamp where renames are
+ * not watched, the entry is another's or the task was given a non-str. */
+static __always_inline __u32 pw_name_gen(const struct py_proc *p, struct pw_scratch *s, __u32 pid,
+					 __u64 task, __u64 serial)
+{
+	const struct task_serial *e;
+
+	if (!p->renames || !serial)
+		return pw_name_stamp(s);
+#ifdef PW_SERIAL_NAMES
+	if (s->sname_of == task)
+		e = &s->sname;
+	else
+#endif
+		e = pw_serial_slot(pid, task);
+	if (!e || e->serial != serial || e->name_odd)
+		return pw_name_stamp(s);
+	return e->name_gen & (NAME_STAMP - 1);
+}
+#endif
+
+/* PW_SERIAL_NAMES: a short name lives in its task's serial entry (struct task_serial),
+ * which the alive check looks up anyway: pw_task_serial_name() is pw_task_serial() that
+ * also copies the entry into s->sname (sname_of the task, after its fields' read). */
+#ifdef PW_SERIAL_NAMES
+static __always_inline int pw_task_serial_name(struct pw_scratch *s, __u32 pid, __u64 task,
+					       __u64 *serial);
+#define PW_SERIAL(s, pid, task, serial) pw_task_serial_name(s, pid, task, serial)
+
+/* A mix of the name part's words, odd (an entry never named has check 0). Writers of
+ * one entry may interleave (two CPUs naming a task, or one writing into an entry the LRU
+ * has handed to another key meanwhile) and so may a copy with a write; aligned words are
+ * written whole, so a torn part is words of two writes, which match its check only by
+ * a 64-bit collision. */
+static __always_inline __u64 pw_serial_check(const struct task_serial *e)
+{
+	const __u64 *w = &e->name_serial;
+	__u64 h = 0;
+
+	for (__u32 i = 0; i < (sizeof(*e) - 24) / 8; i++) {
+		h = (h ^ w[i]) * 0x9E3779B97F4A7C15ULL;
+		h ^= h >> 31;
+	}
+	return h | 1;
+}
+
+/* The name of task (serial, name object name, generation gen) from the entry its alive
+ * check copied: 1, its kind in *kind and the name in buf, when the copy is whole and of
+ * all three. */
+static __always_inline int pw_serial_name(struct pw_scratch *s, __u64 task, __u64 serial,
+					  __u64 name, __u32 gen, __u32 *kind, char *buf)
+{
+	const struct task_serial *e = &s->sname;
+
+	if (s->sname_of != task || e->serial != serial || e->name_serial != serial ||
+	    e->name_obj != name || e->fill_gen != gen || e->check != pw_serial_check(e))
+		return 0;
+	*kind = e->name_kind;
+	__builtin_memcpy(buf, e->name, TASK_NAME_LEN);
+	return 1;
+}
+
+/* Writes a short name copied from the task's name object for generation gen into the
+ * task's serial entry, if the entry is still of this serial. */
+static __always_inline void pw_serial_name_keep(struct pw_scratch *s, __u32 pid, __u64 task,
+						__u64 serial, __u64 name, __u32 gen, __u32 kind,
+						const char *buf)
+{
+	struct task_serial *e = pw_serial_slot(pid, task), *n = &s->sname;
+
+	if (!e || e->serial != serial)
+		return;
+	s->sname_of = 0;
+	n->name_serial = serial;
+	n->name_obj = name;
+	n->name_kind = kind;
+	n->fill_gen = gen;
+	__builtin_memcpy(n->name, buf, TASK_NAME_LEN);
+	/* the check from the words stored, not from buf's bytes held in registers (which
+	 * spill 256 bytes on a stack that 5.10 and 6.1 limit to 512 for all frames) */
+	asm volatile("" ::: "memory");
+	n->check = pw_serial_check(n);
+	__builtin_memcpy(&e->name_serial, &n->name_serial, sizeof(*e) - 16);
+}
+#else
+#define PW_SERIAL(s, pid, task, serial) pw_task_serial(pid, task, serial)
 #endif
 
 /* Two 8-byte fields of the object at obj, at offsets a and b, into *va and *vb: one read
@@ -896,6 +1017,7 @@ static PW_INLINE int pw_task_fields(struct pw_reader *r, const struct py_proc *p
 	__u32 w = a->task_fut_waiter;
 
 	s->fields_of = 0;
+	s->sname_of = 0;
 	if (!PW_TASK_SPAN)
 		return pw_read_pair(r, s, task, w, a->task_coro, &s->fields[PW_WAITER],
 				    &s->fields[PW_CORO]);
@@ -918,18 +1040,35 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 	__u32 w;
 #ifdef PW_NAME_CACHE
 	struct name_ent *c;
+	__u32 gen;
 #endif
 
 	*kind = NAME_NONE;
-	if (PW_TASK_SPAN && task && s->fields_of == task)
+	if (PW_TASK_SPAN && task && s->fields_of == task) {
 		name = s->fields[PW_NAME];
-	else if (pw_read(r, &name, 8, task + p->async.task_name))
-		return 0;
+	} else {
+		if (pw_read(r, &name, 8, task + p->async.task_name))
+			return 0;
+		/* an entry copied before this read is too old for pw_name_gen */
+		s->sname_of = 0;
+	}
 	if (!name)
 		return name;
 #ifdef PW_NAME_CACHE
-	if (serial && pw_name_cached(r, pid, task, serial, name, kind, buf))
-		return name;
+	gen = pw_name_gen(p, s, pid, task, serial);
+	if (gen < NAME_STAMP) {
+#ifdef PW_SERIAL_NAMES
+		if (pw_serial_name(s, task, serial, name, gen, kind, buf)) {
+			name_stat(NAME_STAT_HIT);
+			return name;
+		}
+#endif
+		if (pw_name_cached(r, pid, task, serial, name, gen, kind, buf))
+			return name;
+		/* the copy made below is of gen if the task still names that object now */
+		if (pw_read(r, &v, 8, task + p->async.task_name) || v != name)
+			gen = pw_name_stamp(s);
+	}
 #endif
 	if (pw_read(r, &v, 8, name + y->object_type))
 		return name;
@@ -951,11 +1090,13 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 				*kind = NAME_ASCII;
 		}
 #ifdef PW_NAME_CACHE
-		/* a task of no known serial (0) is copied at each sample, never found */
-		else if ((w <= 2 || w == 4) && (c = pw_name_slot(r, pid, task, name, serial))) {
+		/* stamped (a task of no known serial, say), copied at each sample, never found */
+		else if ((w <= 2 || w == 4) &&
+			 (c = pw_name_slot(r, pid, task, name, serial, gen))) {
 			/* filled in place: a reader ignores it until kind says NAME_CACHED */
 			c->kind = NAME_NONE;
 			c->serial = serial;
+			c->gen = gen;
 			c->length = v > 0xffffffff ? 0xffffffff : v;
 			c->width = w ? w : 1;
 			c->nchars = v < TASK_NAME_MAX ? v : TASK_NAME_MAX;
@@ -969,13 +1110,21 @@ static PW_INLINE __u64 pw_copy_name(struct pw_reader *r, const struct py_proc *p
 			c->name_obj = name;
 			c->kind = NAME_CACHED;
 			*kind = NAME_CACHED;
+			__builtin_memcpy(buf, &gen, sizeof(gen));
 			return name;
 		}
 #endif
 	}
-#ifdef PW_NAME_CACHE
-	if (serial && *kind != NAME_NONE && (c = pw_name_slot(r, pid, task, name, serial))) {
+#ifdef PW_SERIAL_NAMES
+	if (gen < NAME_STAMP && *kind != NAME_NONE) {
+		pw_serial_name_keep(s, pid, task, serial, name, gen, *kind, buf);
+		name_stat(NAME_STAT_COPY);
+	}
+#elif defined(PW_NAME_CACHE)
+	if (gen < NAME_STAMP && *kind != NAME_NONE &&
+	    (c = pw_name_slot(r, pid, task, name, serial, gen))) {
 		c->serial = 0;
+		c->gen = gen;
 		c->kind = *kind;
 		__builtin_memcpy(c->name, buf, TASK_NAME_LEN);
 		c->name_obj = name;
@@ -995,15 +1144,21 @@ static PW_INLINE int pw_task_alive(struct pw_reader *r, const struct py_proc *p,
 				   __u64 serial)
 {
 	__u64 sn = 0, now = 0;
+	int err;
 
-	if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
-		return 0;
 	if (!PW_TASK_SPAN) {
+		if (serial && (pw_task_serial(pid, addr, &sn) || sn != serial))
+			return 0;
 		if (pw_read(r, &now, 8, addr + p->async.task_coro))
 			return -1;
 		return now == coro;
 	}
-	if (pw_task_fields(r, p, s, addr))
+	/* the fields first: the serial entry's copy is then newer than the name read, as
+	 * pw_name_gen wants */
+	err = pw_task_fields(r, p, s, addr);
+	if (serial && (PW_SERIAL(s, pid, addr, &sn) || sn != serial))
+		return 0;
+	if (err)
 		return -1;
 	return s->fields[PW_CORO] == coro;
 }
@@ -1367,7 +1522,7 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 		return 1;
 	}
 	/* a task the maps do not know yet: not drawn */
-	if (pw_task_serial(w->pid, task, &v[3])) {
+	if (PW_SERIAL(w->s, w->pid, task, &v[3])) {
 		w->smp->hdr.flags |= SAMPLE_WORK_UNSEEN;
 		return 1;
 	}

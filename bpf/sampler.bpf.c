@@ -38,6 +38,7 @@ static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial);
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task);
 #define PW_NAME_CACHE
+#define PW_SERIAL_NAMES
 #define NAME_KEY(r)		      (&(r)->name_key)
 #define PW_KEEP_FRAMES(dst, len, src) bpf_probe_read_kernel(dst, len, src)
 
@@ -322,13 +323,52 @@ int BPF_KPROBE(task_free, __u64 self)
 {
 	__u32 pid = bpf_get_current_pid_tgid() >> 32;
 	struct task_key key = { .pid = pid, .addr = self };
-	__u64 *sn;
+	struct task_serial *sn;
 
 	if (!bpf_map_lookup_elem(&procs, &pid))
 		return 0;
 	sn = bpf_map_lookup_elem(&task_serials, &key);
 	stat_inc(STAT_TASK_FREED);
-	task_life(TASK_FREED, pid, self, 0, sn ? *sn : 0, bpf_ktime_get_ns());
+	task_life(TASK_FREED, pid, self, 0, sn ? sn->serial : 0, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* _asyncio.Task.set_name(self, value), attached per process by userspace: the task's
+ * name generation moves on before the new name replaces the old (see pw_name_gen). A
+ * task the maps do not know yet has no entry: a str rename is then over before one is
+ * made, and anything else leaves an entry of serial 0 that the next serial given keeps
+ * marked (sampler_set_serial). */
+SEC("uprobe")
+int BPF_KPROBE(task_set_name, __u64 self, __u64 value)
+{
+	__u32 pid = bpf_get_current_pid_tgid() >> 32, slot = SCRATCH_TASK_INIT;
+	struct task_key key = { .pid = pid, .addr = self };
+	struct py_proc *p = bpf_map_lookup_elem(&procs, &pid);
+	struct task_serial *e;
+	struct scratch *sc;
+	__u64 type = 0;
+	bool odd;
+
+	if (!p)
+		return 0;
+	stat_inc(STAT_RENAMES);
+	odd = !p->str_type ||
+	      bpf_probe_read_user(&type, 8, (void *)(value + p->layout.object_type)) ||
+	      type != p->str_type;
+	e = bpf_map_lookup_elem(&task_serials, &key);
+	if (!e && odd && (sc = bpf_map_lookup_elem(&scratch, &slot))) {
+		/* built in the scratch, as task_init's */
+		__builtin_memset(&sc->pw.sname, 0, sizeof(sc->pw.sname));
+		sc->pw.sname_of = 0;
+		sc->pw.sname.name_odd = 1;
+		bpf_map_update_elem(&task_serials, &key, &sc->pw.sname, BPF_NOEXIST);
+		return 0;
+	}
+	if (!e)
+		return 0;
+	if (odd)
+		e->name_odd = 1;
+	__sync_fetch_and_add(&e->name_gen, 1);
 	return 0;
 }
 
@@ -359,6 +399,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	rd = reader_of(slot);
 	if (!sc || !rd)
 		return 0;
+	sc->pw.stamp_slot = 1;
 	sc->proc = *proc;
 	p = &sc->proc;
 	/* PyTupleObject: ob_size at 16 on every supported 64-bit CPython */
@@ -368,7 +409,11 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	id_new.task = self;
 	id_new.serial = ++sc->serials * SERIAL_CPUS + bpf_get_smp_processor_id() % SERIAL_CPUS;
 	key.addr = self;
-	bpf_map_update_elem(&task_serials, &key, &id_new.serial, BPF_ANY);
+	/* built in the scratch (too big for the stack), unnamed */
+	__builtin_memset(&sc->pw.sname, 0, sizeof(sc->pw.sname));
+	sc->pw.sname_of = 0;
+	sc->pw.sname.serial = id_new.serial;
+	bpf_map_update_elem(&task_serials, &key, &sc->pw.sname, BPF_ANY);
 	/* whatever link this address had belongs to a task that is gone */
 	bpf_map_delete_elem(&task_links, &key);
 	key.addr = coro;
@@ -563,6 +608,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	if (!sc || !rd)
 		return 0;
 	sc->t0 = t0;
+	sc->pw.stamp_slot = 0;
 	sc->proc = *proc;
 	p = &sc->proc;
 	walk_thread(rd, p, id, sc);

@@ -493,6 +493,7 @@ int wall_tick(struct bpf_iter__task *ctx)
 	sc = bpf_map_lookup_elem(&scratch, &zero_key);
 	if (!p || !sc)
 		return 0;
+	sc->pw.stamp_slot = 2;
 	sc->w.cpu_ns = task->se.sum_exec_runtime;
 	__builtin_memcpy(sc->w.s.hdr.comm, task->comm, TASK_COMM_LEN);
 	sample_thread(task, p, sc);

@@ -120,6 +120,8 @@ static void fill_objects(void)
 	SET(type_dict, offsetof(PyTypeObject, tp_dict));
 	SET(type_dictoffset, offsetof(PyTypeObject, tp_dictoffset));
 	SET(type_init, offsetof(PyTypeObject, tp_init));
+	SET(type_dealloc, offsetof(PyTypeObject, tp_dealloc));
+	SET(type_methods, offsetof(PyTypeObject, tp_methods));
 	SET(type_members, offsetof(PyTypeObject, tp_members));
 	SET(heaptype_cached_keys, offsetof(PyHeapTypeObject, ht_cached_keys));
 	SET(memberdef_size, sizeof(PyMemberDef));
@@ -446,6 +448,8 @@ static void print_objmodel(void)
 	P(type_dict);
 	P(type_dictoffset);
 	P(type_init);
+	P(type_dealloc);
+	P(type_methods);
 	P(type_members);
 	P(heaptype_cached_keys);
 	P(memberdef_size);

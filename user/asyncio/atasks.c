@@ -532,41 +532,81 @@ void atasks_free(struct atasks *a)
 	memset(a, 0, sizeof(*a));
 }
 
-/* Where the _asyncio.Task type's tp_init (or tp_dealloc) is, for a uprobe. */
-static int task_slot(const struct py_target *t, int dealloc, char *path, size_t len,
-		     uint64_t *offset)
+enum task_fn { TASK_INIT, TASK_DEALLOC, TASK_SET_NAME };
+
+#define METH_O	       0x0008 /* PyMethodDef.ml_flags: f(self, arg) */
+#define METHODDEF_SIZE 32     /* PyMethodDef: ml_name, ml_meth, ml_flags, ml_doc */
+#define TASK_METHODS   64     /* more than _asyncio.Task has in any version */
+
+/* The function of the _asyncio.Task method called name, a METH_O one (self, arg). */
+static int task_method(const struct objread *r, uint64_t type, const char *name, uint64_t *fn)
+{
+	uint64_t defs, def[METHODDEF_SIZE / 8];
+	char buf[32];
+
+	if (obj_ptr(r, type + r->m->type_methods, &defs) || !defs)
+		return -ENOENT;
+	for (int i = 0; i < TASK_METHODS; i++, defs += METHODDEF_SIZE) {
+		if (mem_read(r->pid, defs, def, sizeof(def)))
+			return -EFAULT;
+		if (!def[0])
+			return -ENOENT;
+		if (mem_read(r->pid, def[0], buf, sizeof(buf)) ||
+		    memcmp(buf, name, strlen(name) + 1))
+			continue;
+		if ((uint32_t)def[2] != METH_O)
+			return -ENOTSUP;
+		*fn = def[1];
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Where the _asyncio.Task type's tp_init, tp_dealloc or set_name is, for a uprobe. */
+static int task_fn(const struct py_target *t, enum task_fn which, char *path, size_t len,
+		   uint64_t *offset)
 {
 	const struct procmap *pm;
 	struct procmaps maps;
 	struct objread r;
-	uint64_t mod, type, init;
+	uint64_t mod, type, fn;
 	int ret;
 
 	if (objread_init(&r, t))
 		return -ENOTSUP;
 	if ((ret = obj_module(&r, "_asyncio", &mod)) ||
-	    (ret = obj_module_attr(&r, mod, "Task", &type)) ||
-	    (ret = obj_ptr(&r, type + (dealloc ? r.m->type_dealloc : r.m->type_init), &init)))
+	    (ret = obj_module_attr(&r, mod, "Task", &type)))
 		return ret;
-	if ((ret = procmaps_read(t->pid, &maps)))
+	if (which == TASK_SET_NAME)
+		ret = task_method(&r, type, "set_name", &fn);
+	else
+		ret = obj_ptr(&r,
+			      type + (which == TASK_DEALLOC ? r.m->type_dealloc : r.m->type_init),
+			      &fn);
+	if (ret || (ret = procmaps_read(t->pid, &maps)))
 		return ret;
-	pm = procmaps_find(&maps, init);
+	pm = procmaps_find(&maps, fn);
 	if (!pm || !strchr(pm->perms, 'x'))
 		ret = -ENOENT;
 	else if (!(ret = procmap_file(t->pid, pm, path, len)))
-		*offset = init - pm->start + pm->offset;
+		*offset = fn - pm->start + pm->offset;
 	procmaps_free(&maps);
 	return ret;
 }
 
 int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset)
 {
-	return task_slot(t, 0, path, len, offset);
+	return task_fn(t, TASK_INIT, path, len, offset);
 }
 
 int atasks_task_dealloc(const struct py_target *t, char *path, size_t len, uint64_t *offset)
 {
-	return task_slot(t, 1, path, len, offset);
+	return task_fn(t, TASK_DEALLOC, path, len, offset);
+}
+
+int atasks_task_set_name(const struct py_target *t, char *path, size_t len, uint64_t *offset)
+{
+	return task_fn(t, TASK_SET_NAME, path, len, offset);
 }
 
 int atasks_add_origins(struct atasks *a, const struct py_target *t,

@@ -79,6 +79,8 @@ int atasks_add_origins(struct atasks *a, const struct py_target *t,
 int atasks_task_init(const struct py_target *t, char *path, size_t len, uint64_t *offset);
 /* The same for its destructor (tp_dealloc). */
 int atasks_task_dealloc(const struct py_target *t, char *path, size_t len, uint64_t *offset);
+/* The same for its set_name method (a METH_O function: -ENOTSUP if not). */
+int atasks_task_set_name(const struct py_target *t, char *path, size_t len, uint64_t *offset);
 
 /* The task at addr, in O(1) through the index (in a linear search without one). */
 struct atask *atasks_find(struct atasks *a, uint64_t addr);

@@ -22,6 +22,7 @@ struct seen_ent {
 /* A sampled task's name in UTF-8, by (pid, task, serial, name object). */
 struct text_ent {
 	pid_t pid; /* 0 = empty, -1 = deleted */
+	uint32_t gen;
 	uint64_t addr, serial, name_obj;
 	char *text;
 };
@@ -287,27 +288,38 @@ int name_ent_read(const struct py_target *t, uint64_t name_obj, struct name_ent 
 	return 0;
 }
 
-static uint64_t text_hash(pid_t pid, uint64_t addr, uint64_t serial, uint64_t name_obj)
+/* The name generation of a NAME_CACHED task_rec or link (see NAME_STAMP). */
+static uint32_t name_gen(const char *name)
 {
-	return hash_u64(addr ^ hash_u64(serial ^ hash_u64(name_obj ^ (uint64_t)pid << 40)));
+	uint32_t gen;
+
+	memcpy(&gen, name, sizeof(gen));
+	return gen;
+}
+
+static uint64_t text_hash(pid_t pid, uint32_t gen, uint64_t addr, uint64_t serial,
+			  uint64_t name_obj)
+{
+	return hash_u64(addr ^ hash_u64(serial ^ hash_u64(name_obj ^ (uint64_t)pid << 40 ^ gen)));
 }
 
 static struct text_ent *text_find(struct tasknames *tn, pid_t pid, const struct task_rec *t,
 				  bool add)
 {
 	struct text_ent *free_slot = NULL;
+	uint32_t gen = name_gen(t->name);
 	size_t j;
 
 	if (!make_texts(tn))
 		return NULL;
 	if (add && (tn->text_used + 1) * 2 > TEXT_SLOTS)
 		drop_texts(tn, 0);
-	for (j = text_hash(pid, t->addr, t->serial, t->name_obj) & (TEXT_SLOTS - 1);
+	for (j = text_hash(pid, gen, t->addr, t->serial, t->name_obj) & (TEXT_SLOTS - 1);
 	     tn->text[j].pid; j = (j + 1) & (TEXT_SLOTS - 1)) {
 		struct text_ent *e = &tn->text[j];
 
-		if (e->pid == pid && e->addr == t->addr && e->serial == t->serial &&
-		    e->name_obj == t->name_obj)
+		if (e->pid == pid && e->gen == gen && e->addr == t->addr &&
+		    e->serial == t->serial && e->name_obj == t->name_obj)
 			return e;
 		if (e->pid < 0 && !free_slot)
 			free_slot = e;
@@ -318,9 +330,11 @@ static struct text_ent *text_find(struct tasknames *tn, pid_t pid, const struct 
 		free_slot = &tn->text[j];
 		tn->text_used++;
 	}
-	*free_slot = (struct text_ent){
-		.pid = pid, .addr = t->addr, .serial = t->serial, .name_obj = t->name_obj
-	};
+	*free_slot = (struct text_ent){ .pid = pid,
+					.gen = gen,
+					.addr = t->addr,
+					.serial = t->serial,
+					.name_obj = t->name_obj };
 	return free_slot;
 }
 
@@ -329,13 +343,14 @@ static int from_map(struct tasknames *tn, const struct py_target *t, const struc
 		    char *buf, size_t len)
 {
 	struct name_key key = { .pid = t->pid,
+				.gen = name_gen(task->name),
 				.task = task->addr,
 				.name_obj = task->name_obj,
 				.serial = task->serial };
 	struct name_ent e;
 
 	if (tn->map_fd < 0 || bpf_map_lookup_elem(tn->map_fd, &key, &e) || e.kind != NAME_CACHED ||
-	    e.serial != task->serial || e.name_obj != task->name_obj)
+	    e.serial != task->serial || e.name_obj != task->name_obj || e.gen != key.gen)
 		return -1;
 	name_ent_text(&e, buf, len);
 	return 0;
@@ -345,6 +360,7 @@ int tasknames_sample(struct tasknames *tn, const struct py_target *t, const stru
 		     char *buf, size_t len)
 {
 	struct text_ent *e;
+	bool keep;
 
 	switch (task->name_kind) {
 	case NAME_ASCII:
@@ -352,14 +368,16 @@ int tasknames_sample(struct tasknames *tn, const struct py_target *t, const stru
 		task_name(t, task, buf, len);
 		return 0;
 	case NAME_CACHED:
-		/* without a serial the copy is the sample's own, kept by nothing else */
-		e = task->serial ? text_find(tn, t->pid, task, false) : NULL;
+		/* a stamped copy (or one without a serial) is the sample's own, kept by nothing
+		 * else */
+		keep = task->serial && name_gen(task->name) < NAME_STAMP;
+		e = keep ? text_find(tn, t->pid, task, false) : NULL;
 		if (e && e->text) {
 			snprintf(buf, len, "%s", e->text);
 			return 0;
 		}
 		if (!from_map(tn, t, task, buf, len)) {
-			e = task->serial ? text_find(tn, t->pid, task, true) : NULL;
+			e = keep ? text_find(tn, t->pid, task, true) : NULL;
 			if (e && !e->text)
 				e->text = strdup(buf);
 			return 0;

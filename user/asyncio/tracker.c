@@ -38,6 +38,7 @@ struct tracker {
 	struct proc_tasks *procs;
 	size_t nprocs;
 	uint64_t next_serial; /* for tasks the creation probe did not see */
+	uint32_t name_stamps; /* link names copied (their NAME_STAMP generations) */
 };
 
 static int by_identity(const void *a, const void *b)
@@ -100,7 +101,8 @@ static uint64_t serial(struct tracker *tr, const struct py_target *t, uint64_t a
 	struct task_id id = { .task = addr };
 	uint64_t sn, now = 0;
 	pid_t pid = t->pid;
-	int known = !tr->ops->get_serial(tr->ctx, pid, addr, &sn);
+	/* serial 0: the mark of a task renamed before it had one (task_set_name) */
+	int known = !tr->ops->get_serial(tr->ctx, pid, addr, &sn) && sn;
 
 	if (known && !tr->ops->get_coro_task(tr->ctx, pid, coro, &id) && id.task == addr &&
 	    id.serial == sn)
@@ -162,9 +164,14 @@ static void set_awaiter_link(struct tracker *tr, const struct py_target *t, uint
 
 		/* too long for the link: where the walk keeps such names, for this awaiter */
 		if (!name_ent_read(t, l->name_obj, &e)) {
+			/* stamped (NAME_STAMP): read with no watch of the task's renames, it is
+			 * this link's alone; slot 3, the walk's programs use 0 to 2 */
 			e.serial = l->parent_serial;
-			if (!tr->ops->set_name(tr->ctx, t->pid, l->parent, &e))
+			e.gen = NAME_STAMP | 3U << 29 | (tr->name_stamps++ & ((1U << 29) - 1));
+			if (!tr->ops->set_name(tr->ctx, t->pid, l->parent, &e)) {
 				l->name_kind = NAME_CACHED;
+				memcpy(l->name, &e.gen, sizeof(e.gen));
+			}
 		}
 	}
 	tr->ops->set_link(tr->ctx, t->pid, child, l);

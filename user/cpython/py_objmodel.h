@@ -42,6 +42,7 @@ struct py_objmodel {
 	uint16_t type_dictoffset;	/* tp_dictoffset */
 	uint16_t type_init;		/* tp_init */
 	uint16_t type_dealloc;		/* tp_dealloc */
+	uint16_t type_methods;		/* tp_methods (PyMethodDef *) */
 	uint16_t type_members;		/* tp_members (PyMemberDef *) */
 	uint16_t heaptype_cached_keys;	/* ht_cached_keys */
 	uint16_t memberdef_size;	/* sizeof(PyMemberDef) */

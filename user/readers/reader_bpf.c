@@ -207,6 +207,11 @@ static void bpf_print_stats(void *r, FILE *f, const struct reader_report *rep)
 			    : 0.0);
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
+	fprintf(f,
+		"task renames: %llu seen; %llu processes' renames not watched (their task names "
+		"copied at every sample)\n",
+		(unsigned long long)st.stat[STAT_RENAMES],
+		(unsigned long long)st.renames_unwatched);
 	if (br->wall)
 		fprintf(f, "tasks freed: %llu (creations and frees lost: %llu)\n",
 			(unsigned long long)st.stat[STAT_TASK_FREED],

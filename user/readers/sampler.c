@@ -33,7 +33,7 @@ struct sampler_objs {
 			*stats, *cost_hist, *native_out;
 	} maps;
 	struct {
-		struct bpf_program *sample_cpu, *task_init, *task_free;
+		struct bpf_program *sample_cpu, *task_init, *task_free, *task_set_name;
 	} progs;
 	bool *reject_for_test, *task_lives_on, *origins_on;
 	__u32 *native_pages;
@@ -54,6 +54,7 @@ struct sampler_objs {
 		(o)->progs.sample_cpu = (sk)->progs.sample_cpu;                                    \
 		(o)->progs.task_init = (sk)->progs.task_init;                                      \
 		(o)->progs.task_free = (sk)->progs.task_free;                                      \
+		(o)->progs.task_set_name = (sk)->progs.task_set_name;                              \
 		(o)->reject_for_test = &(sk)->rodata->reject_for_test;                             \
 		(o)->task_lives_on = &(sk)->rodata->task_lives_on;                                 \
 		(o)->origins_on = &(sk)->rodata->origins_on;                                       \
@@ -74,7 +75,7 @@ struct sampler {
 	sampler_cb cb;
 	void *ctx;
 	bool no_cpu_samples, no_task_init, task_lives;
-	uint64_t bad_records;
+	uint64_t bad_records, renames_unwatched;
 	unsigned int freq;
 };
 
@@ -378,8 +379,10 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	}
 	if (o->no_cpu_samples)
 		bpf_program__set_autoload(s->o.progs.sample_cpu, false);
-	if (o->no_task_init && !o->task_lives)
+	if (o->no_task_init && !o->task_lives) {
 		bpf_program__set_autoload(s->o.progs.task_init, false);
+		bpf_program__set_autoload(s->o.progs.task_set_name, false);
+	}
 	if (!o->task_lives)
 		bpf_program__set_autoload(s->o.progs.task_free, false);
 	*s->o.task_lives_on = o->task_lives;
@@ -513,6 +516,27 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 	return attach_probe(s, s->o.progs.task_init, pid, path, offset);
 }
 
+int sampler_attach_set_name(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+{
+	struct py_proc p;
+	__u32 key = pid;
+	int ret;
+
+	if (s->no_task_init)
+		return -ENOTSUP;
+	if ((ret = attach_probe(s, s->o.progs.task_set_name, pid, path, offset)) ||
+	    (ret = bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0)))
+		return ret;
+	/* from now on every rename is seen: names may be found again (pw_name_gen) */
+	p.renames = 1;
+	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
+}
+
+void sampler_count_unwatched(struct sampler *s)
+{
+	s->renames_unwatched++;
+}
+
 int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
 {
 	if (!s->task_lives)
@@ -565,17 +589,26 @@ int sampler_get_coro_task(struct sampler *s, pid_t pid, uint64_t coro, struct ta
 int sampler_set_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t serial)
 {
 	struct task_key key = { .pid = pid, .addr = task };
+	struct task_serial v = { .serial = serial }, old;
 
-	return bpf_map__update_elem(s->o.maps.task_serials, &key, sizeof(key), &serial,
-				    sizeof(serial), BPF_ANY);
+	/* the task_set_name probe's mark of a task renamed before it had a serial */
+	if (!bpf_map__lookup_elem(s->o.maps.task_serials, &key, sizeof(key), &old, sizeof(old),
+				  0) &&
+	    !old.serial)
+		v.name_odd = old.name_odd;
+	return bpf_map__update_elem(s->o.maps.task_serials, &key, sizeof(key), &v, sizeof(v),
+				    BPF_ANY);
 }
 
 int sampler_get_serial(struct sampler *s, pid_t pid, uint64_t task, uint64_t *out)
 {
 	struct task_key key = { .pid = pid, .addr = task };
+	struct task_serial v;
+	int ret = bpf_map__lookup_elem(s->o.maps.task_serials, &key, sizeof(key), &v, sizeof(v), 0);
 
-	return bpf_map__lookup_elem(s->o.maps.task_serials, &key, sizeof(key), out, sizeof(*out),
-				    0);
+	if (!ret)
+		*out = v.serial;
+	return ret;
 }
 
 int sampler_del_serial(struct sampler *s, pid_t pid, uint64_t task)
@@ -602,9 +635,11 @@ int sampler_set_link(struct sampler *s, pid_t pid, uint64_t child, const struct 
 
 int sampler_set_name(struct sampler *s, pid_t pid, uint64_t task, const struct name_ent *e)
 {
-	struct name_key key = {
-		.pid = pid, .task = task, .name_obj = e->name_obj, .serial = e->serial
-	};
+	struct name_key key = { .pid = pid,
+				.gen = e->gen,
+				.task = task,
+				.name_obj = e->name_obj,
+				.serial = e->serial };
 
 	return bpf_map__update_elem(s->o.maps.task_names, &key, sizeof(key), e, sizeof(*e),
 				    BPF_ANY);
@@ -648,6 +683,7 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 	if (s->stats_fd >= 0)
 		bpfstats_prog_run(s->o.progs.sample_cpu, &st->run_ns, &st->run_cnt);
 	st->bad_records = s->bad_records;
+	st->renames_unwatched = s->renames_unwatched;
 	return 0;
 }
 

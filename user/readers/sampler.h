@@ -86,6 +86,11 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 /* The task_free probe (task_lives only) on the _asyncio.Task type's tp_dealloc. */
 int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
 bool sampler_task_lives(const struct sampler *s);
+/* The task_set_name probe on its set_name method: pid's task names may be found in the
+ * caches again from now on (without it, each is copied at every sample). */
+int sampler_attach_set_name(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
+/* A process whose set_name could not be probed (--stats counts them). */
+void sampler_count_unwatched(struct sampler *s);
 
 /* The fd of one of the BPF object's maps by name (for another object to share it: the
  * lifecycle tracepoints, the wall-clock iterator), -ENOENT if there is none. */
@@ -98,6 +103,7 @@ struct sampler_stats {
 	uint64_t stat[STAT_MAX];	  /* summed over CPUs */
 	uint64_t run_ns, run_cnt;	  /* from bpf_stats, 0 when not enabled */
 	uint64_t bad_records;		  /* malformed ring-buffer records dropped */
+	uint64_t renames_unwatched;	  /* processes without the task_set_name probe */
 	uint64_t cost_hist[COST_BUCKETS]; /* time per Python sample, by cost_bucket() */
 };
 

@@ -60,7 +60,13 @@ int sampler_watch_creations(struct sampler *s, const struct py_target *t)
 
 	if (!ret)
 		ret = sampler_attach_task_init(s, t->pid, path, off);
-	if (ret || !sampler_task_lives(s))
+	if (ret)
+		return ret;
+	/* without it the names are right still, copied at every sample: counted, not fatal */
+	if (atasks_task_set_name(t, path, sizeof(path), &off) ||
+	    sampler_attach_set_name(s, t->pid, path, off))
+		sampler_count_unwatched(s);
+	if (!sampler_task_lives(s))
 		return ret;
 	ret = atasks_task_dealloc(t, path, sizeof(path), &off);
 	return ret ? ret : sampler_attach_task_free(s, t->pid, path, off);

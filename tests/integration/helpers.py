@@ -609,6 +609,16 @@ def start_all(stack, workloads):
     return workloads
 
 
+def start_everywhere(stack, script, timeout=60):
+    """script started under every supported interpreter installed (start_all): the
+    interpreters and their workloads; a skip when there is none."""
+    interps = INTERPRETERS_AVAILABLE
+    if not interps:
+        pytest.skip("no supported interpreter installed")
+    return interps, start_all(stack, [Workload(i.path, script, timeout=timeout)
+                                      for i in interps])
+
+
 class Proc:
     """A non-Python helper process (sleep, a shell loop, a C fixture), killed on exit."""
 

@@ -10,8 +10,7 @@ import re
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, Frame, Workload, interp_params, record_checked,
-                     show, start_all)
+from helpers import Frame, interp_params, record_checked, show, start_everywhere
 
 FREQ = 499
 RECORD_SECONDS = 6
@@ -20,12 +19,8 @@ SPIN_RE = re.compile(r"^spin_(\d)_(\d)$")
 
 @pytest.fixture(scope="module")
 def recorded(root_record_bin):
-    interps = INTERPRETERS_AVAILABLE
-    if not interps:
-        pytest.skip("no supported interpreter installed")
     with contextlib.ExitStack() as stack:
-        loads = start_all(stack, [Workload(i.path, "kept_frames.py", timeout=60)
-                                  for i in interps])
+        interps, loads = start_everywhere(stack, "kept_frames.py")
         r = record_checked(root_record_bin, "-p", ",".join(str(w.pid) for w in loads),
                            "-F", FREQ, "--stats", pids=[w.pid for w in loads],
                            min_seconds=RECORD_SECONDS)

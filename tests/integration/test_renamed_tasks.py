@@ -10,8 +10,7 @@ import re
 
 import pytest
 
-from helpers import (INTERPRETERS_AVAILABLE, Frame, Workload, interp_params, record_checked,
-                     show, start_all)
+from helpers import Frame, interp_params, record_checked, show, start_everywhere
 
 FREQ = 499
 RECORD_SECONDS = 6
@@ -25,12 +24,8 @@ MODES = {"cpu": [], "wall": ["--mode", "wall"], "no-origins": ["--no-origins"]}
 
 @pytest.fixture(scope="module", params=sorted(MODES))
 def recorded(request, root_record_bin):
-    interps = INTERPRETERS_AVAILABLE
-    if not interps:
-        pytest.skip("no supported interpreter installed")
     with contextlib.ExitStack() as stack:
-        loads = start_all(stack, [Workload(i.path, "renamed_tasks.py", timeout=60)
-                                  for i in interps])
+        interps, loads = start_everywhere(stack, "renamed_tasks.py")
         pids = ",".join(str(w.pid) for w in loads)
         if request.param == "wall":
             # ticks, not CPU samples: for as long as the others record

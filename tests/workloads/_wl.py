@@ -7,6 +7,7 @@ import ctypes
 import json
 import sys
 import threading
+import time
 
 PR_SET_NAME = 15
 
@@ -26,6 +27,13 @@ def stack_of_caller(up=0):
         f = f.f_back
     out.reverse()
     return out
+
+
+def burn(seconds):
+    """Spins on the CPU for seconds."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def set_thread_name(name):

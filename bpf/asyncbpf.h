@@ -191,6 +191,10 @@ enum name_kind {
  * has every copy stamped instead (NAME_STAMP and a number no other copy has while the
  * map may hold it), never found again. */
 #define NAME_STAMP (1U << 31)
+/* A stamp: the writer's slot (0-2 the walk's programs, see pw_name_stamp; 3 userspace),
+ * its CPU and its count of copies, each cut to its bits. */
+#define NAME_STAMP_OF(slot, cpu, n)                                                                \
+	(NAME_STAMP | ((slot)&3U) << 29 | ((cpu)&0x3ffU) << 19 | ((n)&0x7ffffU))
 
 /* Key of task_names: a task keeps one entry per name object and generation, so that a
  * rename does not take the copy from under the samples that showed the old name, a name

@@ -140,10 +140,16 @@ static __always_inline const struct task_id *pw_coro_task(__u32 pid, __u64 coro)
 	return bpf_map_lookup_elem(&coro_task, &key);
 }
 
-static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
+static __always_inline struct task_serial *pw_serial_slot(__u32 pid, __u64 task)
 {
 	struct task_key key = { .pid = pid, .addr = task };
-	struct task_serial *e = bpf_map_lookup_elem(&task_serials, &key);
+
+	return bpf_map_lookup_elem(&task_serials, &key);
+}
+
+static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
+{
+	struct task_serial *e = pw_serial_slot(pid, task);
 
 	if (!e)
 		return -1;
@@ -155,8 +161,7 @@ static __always_inline int pw_task_serial(__u32 pid, __u64 task, __u64 *serial)
 static __always_inline int pw_task_serial_name(struct pw_scratch *s, __u32 pid, __u64 task,
 					       __u64 *serial)
 {
-	struct task_key key = { .pid = pid, .addr = task };
-	struct task_serial *e = bpf_map_lookup_elem(&task_serials, &key);
+	struct task_serial *e = pw_serial_slot(pid, task);
 
 	if (!e)
 		return -1;
@@ -166,13 +171,6 @@ static __always_inline int pw_task_serial_name(struct pw_scratch *s, __u32 pid, 
 	return 0;
 }
 #endif
-
-static __always_inline struct task_serial *pw_serial_slot(__u32 pid, __u64 task)
-{
-	struct task_key key = { .pid = pid, .addr = task };
-
-	return bpf_map_lookup_elem(&task_serials, &key);
-}
 
 static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 task)
 {

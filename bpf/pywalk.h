@@ -875,8 +875,7 @@ static __always_inline struct task_serial *pw_serial_slot(__u32 pid, __u64 task)
  * gone. */
 static __always_inline __u32 pw_name_stamp(struct pw_scratch *s)
 {
-	return NAME_STAMP | (s->stamp_slot & 3) << 29 | (bpf_get_smp_processor_id() & 0x3ff) << 19 |
-	       (s->stamps++ & 0x7ffff);
+	return NAME_STAMP_OF(s->stamp_slot, bpf_get_smp_processor_id(), s->stamps++);
 }
 
 /* The generation of the task's names for a copy found or made now. Each set_name call

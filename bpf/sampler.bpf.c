@@ -333,6 +333,14 @@ int BPF_KPROBE(task_free, __u64 self)
 	return 0;
 }
 
+/* A task_serials value to fill, zeroed in the scratch (too big for the stack). */
+static __always_inline struct task_serial *new_serial_entry(struct scratch *sc)
+{
+	__builtin_memset(&sc->pw.sname, 0, sizeof(sc->pw.sname));
+	sc->pw.sname_of = 0;
+	return &sc->pw.sname;
+}
+
 /* _asyncio.Task.set_name(self, value), attached per process by userspace: the task's
  * name generation moves on before the new name replaces the old (see pw_name_gen). A
  * task the maps do not know yet has no entry: a str rename is then over before one is
@@ -357,10 +365,7 @@ int BPF_KPROBE(task_set_name, __u64 self, __u64 value)
 	      type != p->str_type;
 	e = bpf_map_lookup_elem(&task_serials, &key);
 	if (!e && odd && (sc = bpf_map_lookup_elem(&scratch, &slot))) {
-		/* built in the scratch, as task_init's */
-		__builtin_memset(&sc->pw.sname, 0, sizeof(sc->pw.sname));
-		sc->pw.sname_of = 0;
-		sc->pw.sname.name_odd = 1;
+		new_serial_entry(sc)->name_odd = 1;
 		bpf_map_update_elem(&task_serials, &key, &sc->pw.sname, BPF_NOEXIST);
 		return 0;
 	}
@@ -409,10 +414,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	id_new.task = self;
 	id_new.serial = ++sc->serials * SERIAL_CPUS + bpf_get_smp_processor_id() % SERIAL_CPUS;
 	key.addr = self;
-	/* built in the scratch (too big for the stack), unnamed */
-	__builtin_memset(&sc->pw.sname, 0, sizeof(sc->pw.sname));
-	sc->pw.sname_of = 0;
-	sc->pw.sname.serial = id_new.serial;
+	new_serial_entry(sc)->serial = id_new.serial;
 	bpf_map_update_elem(&task_serials, &key, &sc->pw.sname, BPF_ANY);
 	/* whatever link this address had belongs to a task that is gone */
 	bpf_map_delete_elem(&task_links, &key);

@@ -167,7 +167,7 @@ static void set_awaiter_link(struct tracker *tr, const struct py_target *t, uint
 			/* stamped (NAME_STAMP): read with no watch of the task's renames, it is
 			 * this link's alone; slot 3, the walk's programs use 0 to 2 */
 			e.serial = l->parent_serial;
-			e.gen = NAME_STAMP | 3U << 29 | (tr->name_stamps++ & ((1U << 29) - 1));
+			e.gen = NAME_STAMP_OF(3, 0, tr->name_stamps++);
 			if (!tr->ops->set_name(tr->ctx, t->pid, l->parent, &e)) {
 				l->name_kind = NAME_CACHED;
 				memcpy(l->name, &e.gen, sizeof(e.gen));

@@ -392,6 +392,7 @@ enum stat_idx {
 	STAT_KEPT_HITS,	     /* suspended awaiters' frames taken from kept_frames */
 	STAT_KEPT_FILLS,     /* ... walked and kept there */
 	STAT_RENAMES,	     /* set_name calls (the task_set_name probe) */
+	STAT_WORK_HINTED,    /* pool links proven from the worker's last (pw_pool_link) */
 	STAT_MAX,
 };
 

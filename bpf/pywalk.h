@@ -154,8 +154,10 @@ struct pw_scratch {
 	__u64 work_frame;
 	__u32 work_idx;
 	__u32 work_kind;
-	__u64 work_read[4];	     /* the work links' reads, off the stack (5.10 allows 512 bytes
-				      * for the program and its calls together) */
+	/* the work links' reads, off the stack (5.10 allows 512 bytes for the program and its
+	 * calls together); PW_WORK_HINTS: the worker's last link, task and future */
+	__u64 work_read[6];
+	__u64 work_hint[2];
 	__u8 pair[2 * PW_PAIR_SPAN]; /* pw_read_pair's span */
 	/* the task pw_task_fields read last in this walk (0: none), and its fut_waiter,
 	 * coroutine and name */
@@ -1508,18 +1510,12 @@ static PW_INLINE int pw_attr(struct pw_reader *r, __u64 obj, const struct py_att
 	return 0;
 }
 
-/* Moves the walk to task, which a pool worker's item wakes when done, if task awaits
- * that item's asyncio future fut now (its fut_waiter): 0. Else the item is no task's
- * any more (cancelled, timed out, abandoned: SAMPLE_WORK_STALE), 1. */
-static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
+/* Moves the walk to task, which awaits the pool worker's item's asyncio future fut now
+ * (its fields just read): 0; 1 when the maps do not know it yet or it has no coroutine. */
+static PW_INLINE int pw_work_enter(struct pw_tasks *w, __u64 task)
 {
-	const struct py_proc *p = w->p;
 	__u64 *v = w->s->work_read;
 
-	if (!task || pw_task_fields(w->r, p, w->s, task) || w->s->fields[PW_WAITER] != fut) {
-		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
-		return 1;
-	}
 	/* a task the maps do not know yet: not drawn */
 	if (PW_SERIAL(w->s, w->pid, task, &v[3])) {
 		w->smp->hdr.flags |= SAMPLE_WORK_UNSEEN;
@@ -1534,6 +1530,18 @@ static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
 	w->smp->hdr.running_idx = w->s->work_idx;
 	w->smp->hdr.flags |= SAMPLE_WORK;
 	return 0;
+}
+
+/* Moves the walk to task, which a pool worker's item wakes when done, if task awaits
+ * that item's asyncio future fut now (its fut_waiter): 0. Else the item is no task's
+ * any more (cancelled, timed out, abandoned: SAMPLE_WORK_STALE), 1. */
+static PW_INLINE int pw_work_task(struct pw_tasks *w, __u64 task, __u64 fut)
+{
+	if (!task || pw_task_fields(w->r, w->p, w->s, task) || w->s->fields[PW_WAITER] != fut) {
+		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
+		return 1;
+	}
+	return pw_work_enter(w, task);
 }
 
 /* An anyio worker (WorkerThread.run): its frame holds the item's future, which the task
@@ -1581,47 +1589,104 @@ static PW_INLINE int pw_list_first(struct pw_reader *r, struct pw_scratch *s,
 	return 0;
 }
 
+#ifdef PW_WORK_HINTS
+/* The includer's: into s->work_hint, the task and future of the last link of the pool
+ * worker thread tstate (zeros if none); and to keep them there. */
+static __always_inline void pw_work_hint(struct pw_reader *r, struct pw_scratch *s, __u32 pid,
+					 __u64 tstate);
+static __always_inline void pw_work_hint_keep(struct pw_reader *r, struct pw_scratch *s, __u32 pid,
+					      __u64 tstate);
+static __always_inline void pw_work_hint_stat(void);
+
+/* Is fut the asyncio future wrap_future chained to the concurrent future cf? Then its
+ * first done-callback is _chain_future's _call_check_cancel (its code checked), whose
+ * closure holds cf as source: 0. */
+static PW_INLINE int pw_chained(struct pw_reader *r, const struct py_proc *p, struct pw_scratch *s,
+				__u64 fut, __u64 cf)
+{
+	const struct py_work *k = &p->work;
+	__u64 *v = s->work_read;
+
+	if (!k->check_cancel_code || pw_read(r, &v[0], 8, fut + p->async.fut_callback0) || !v[0] ||
+	    pw_read_pair(r, s, v[0], k->func_code, k->func_closure, &v[2], &v[1]) ||
+	    v[2] != k->check_cancel_code || !v[1] ||
+	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->check_cell) || !v[2] ||
+	    pw_read(r, &v[2], 8, v[2] + k->cell_ref))
+		return 1;
+	return v[2] != cf;
+}
+#endif
+
 /* A concurrent.futures worker (_WorkItem.run; loop.run_in_executor, asyncio.to_thread):
  * the frame's self is the item running now, and it holds its concurrent future until it
  * ends. wrap_future made that future's first done-callback a closure over the asyncio
  * future the task awaits (checked by its code object), and put its own callback first on
  * the asyncio future: the awaiting task's wakeup is the second, the first of
  * fut_callbacks. Every object read is held by the one before it, from the running frame
- * on: none can be another's at a reused address. A function of its own, for the stack. */
+ * on: none can be another's at a reused address. PW_WORK_HINTS: the worker's last link
+ * is a guess, proven as the walk from the item is, backwards: its future is the one
+ * chained to the item's (pw_chained: the future, held by the concurrent future, is that
+ * one from this read on), then its task awaits that future (read after). A function of
+ * its own, for the stack. */
 static PW_NOINLINE int pw_pool_link(struct pw_tasks *w)
 {
 	const struct py_proc *p = w->p;
 	const struct py_work *k = &p->work;
 	struct pw_reader *r = w->r;
-	__u64 *v = w->s->work_read, fut;
+	struct pw_scratch *s = w->s;
+	__u64 *v = s->work_read;
 
-	/* the item, its concurrent future, the first of its done-callbacks */
+	/* the item, its concurrent future (v[4]) */
 	if (pw_read(r, &v[0], 8,
-		    w->s->work_frame + p->async.frame_localsplus + 8 * (__u64)k->pool_self) ||
-	    pw_attr(r, pw_untag(&p->layout, v[0]), &k->item_future, &v[1]) ||
-	    pw_attr(r, v[1], &k->done_callbacks, &v[2]))
+		    s->work_frame + p->async.frame_localsplus + 8 * (__u64)k->pool_self) ||
+	    pw_attr(r, pw_untag(&p->layout, v[0]), &k->item_future, &v[4]) || !v[4])
+		return 1;
+#ifdef PW_WORK_HINTS
+	pw_work_hint(r, s, w->pid, w->smp->hdr.tstate);
+	if (s->work_hint[1] && !pw_chained(r, p, s, s->work_hint[1], v[4])) {
+		v[5] = s->work_hint[1];
+		pw_work_hint_stat();
+		if (s->work_hint[0] && !pw_task_fields(r, p, s, s->work_hint[0]) &&
+		    s->fields[PW_WAITER] == v[5])
+			return pw_work_enter(w, s->work_hint[0]);
+		goto waker;
+	}
+#endif
+	/* the first of its done-callbacks */
+	if (pw_attr(r, v[4], &k->done_callbacks, &v[2]))
 		return 1;
 	/* no done-callback, or not wrap_future's: no asyncio future stands for the item */
-	if (pw_list_first(r, w->s, k, v[2], &v[0]) ||
-	    pw_read_pair(r, w->s, v[0], k->func_code, k->func_closure, &v[3], &v[1]) ||
+	if (pw_list_first(r, s, k, v[2], &v[0]) ||
+	    pw_read_pair(r, s, v[0], k->func_code, k->func_closure, &v[3], &v[1]) ||
 	    v[3] != k->set_state_code) {
 		w->smp->hdr.flags |= SAMPLE_WORK_NO_FUTURE;
 		return 1;
 	}
-	/* the closure's destination cell */
+	/* the closure's destination cell: the asyncio future (v[5]) */
 	if (!v[1] || pw_read(r, &v[2], 8, v[1] + p->async.tuple_items + 8 * (__u64)k->pool_cell) ||
-	    !v[2] || pw_read(r, &v[3], 8, v[2] + k->cell_ref) || !v[3])
+	    !v[2] || pw_read(r, &v[5], 8, v[2] + k->cell_ref) || !v[5])
 		return 1;
-	fut = v[3];
+#ifdef PW_WORK_HINTS
+waker:
+#endif
 	/* the wakeup, a (callback, context) tuple in fut_callbacks, and its task */
-	if (pw_read(r, &v[0], 8, fut + p->async.fut_callbacks) ||
-	    pw_list_first(r, w->s, k, v[0], &v[1]) ||
+	if (pw_read(r, &v[0], 8, v[5] + p->async.fut_callbacks) ||
+	    pw_list_first(r, s, k, v[0], &v[1]) ||
 	    pw_read(r, &v[2], 8, v[1] + p->async.tuple_items) || !v[2] ||
 	    pw_read(r, &v[2], 8, v[2] + p->async.wakeup_task)) {
 		w->smp->hdr.flags |= SAMPLE_WORK_STALE;
 		return 1;
 	}
-	return pw_work_task(w, v[2], fut);
+	if (pw_work_task(w, v[2], v[5]))
+		return 1;
+#ifdef PW_WORK_HINTS
+	if (s->work_hint[0] != w->cur || s->work_hint[1] != v[5]) {
+		s->work_hint[0] = w->cur;
+		s->work_hint[1] = v[5];
+		pw_work_hint_keep(r, s, w->pid, w->smp->hdr.tstate);
+	}
+#endif
+	return 0;
 }
 
 /* Starts the walk at the task running on the thread, or at the one a pool worker's item

@@ -41,6 +41,7 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 #define PW_SERIAL_NAMES
 #define NAME_KEY(r)		      (&(r)->name_key)
 #define PW_KEEP_FRAMES(dst, len, src) bpf_probe_read_kernel(dst, len, src)
+#define PW_WORK_HINTS
 
 #include "pywalk.h"
 #define MAPS_WALK
@@ -224,6 +225,42 @@ static __always_inline struct kept_ent *pw_kept_slot(struct pw_reader *r, __u32 
 static __always_inline void pw_kept_stat(int fill)
 {
 	stat_inc(fill ? STAT_KEPT_FILLS : STAT_KEPT_HITS);
+}
+
+/* each pool worker thread's last link (pywalk.h, pw_pool_link), keyed by its thread
+ * state: a guess, proven again at each sample */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct task_key);
+	__type(value, __u64[2]);
+} work_hints SEC(".maps");
+
+static __always_inline void pw_work_hint(struct pw_reader *r, struct pw_scratch *s, __u32 pid,
+					 __u64 tstate)
+{
+	const __u64 *h;
+
+	r->kept_key.pid = pid;
+	r->kept_key.pad = 0;
+	r->kept_key.addr = tstate;
+	h = bpf_map_lookup_elem(&work_hints, &r->kept_key);
+	s->work_hint[0] = h ? h[0] : 0;
+	s->work_hint[1] = h ? h[1] : 0;
+}
+
+static __always_inline void pw_work_hint_keep(struct pw_reader *r, struct pw_scratch *s, __u32 pid,
+					      __u64 tstate)
+{
+	r->kept_key.pid = pid;
+	r->kept_key.pad = 0;
+	r->kept_key.addr = tstate;
+	bpf_map_update_elem(&work_hints, &r->kept_key, s->work_hint, BPF_ANY);
+}
+
+static __always_inline void pw_work_hint_stat(void)
+{
+	stat_inc(STAT_WORK_HINTED);
 }
 
 static __always_inline void name_stat(__u32 what)

@@ -171,6 +171,10 @@ static void print_walk(const struct bpf_reader *br, const struct sampler_stats *
 			"a pending task has not run), %llu walked and kept\n",
 			(unsigned long long)st->stat[STAT_KEPT_HITS],
 			(unsigned long long)st->stat[STAT_KEPT_FILLS]);
+		fprintf(f,
+			"thread work links from the worker's last: %llu (its future proven "
+			"chained to the item running now; the others walked from the item)\n",
+			(unsigned long long)st->stat[STAT_WORK_HINTED]);
 		reader_print_cost(f, st->cost_hist);
 		fprintf(f, "reads per python sample: %.1f (%.0f bytes)\n",
 			(double)st->stat[STAT_READS] / (double)st->stat[STAT_PYTHON],

@@ -379,9 +379,10 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	}
 	if (o->no_cpu_samples)
 		bpf_program__set_autoload(s->o.progs.sample_cpu, false);
-	/* task_set_name stays: --no-origins watches renames still, for the name caches */
-	if (o->no_task_init && !o->task_lives)
+	if (o->no_task_init && !o->task_lives) {
 		bpf_program__set_autoload(s->o.progs.task_init, false);
+		bpf_program__set_autoload(s->o.progs.task_set_name, false);
+	}
 	if (!o->task_lives)
 		bpf_program__set_autoload(s->o.progs.task_free, false);
 	*s->o.task_lives_on = o->task_lives;
@@ -521,6 +522,8 @@ int sampler_attach_set_name(struct sampler *s, pid_t pid, const char *path, uint
 	__u32 key = pid;
 	int ret;
 
+	if (s->no_task_init)
+		return -ENOTSUP;
 	if ((ret = attach_probe(s, s->o.progs.task_set_name, pid, path, offset)) ||
 	    (ret = bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0)))
 		return ret;
@@ -544,11 +547,6 @@ int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uin
 bool sampler_task_lives(const struct sampler *s)
 {
 	return s->task_lives;
-}
-
-bool sampler_creations_off(const struct sampler *s)
-{
-	return s->no_task_init;
 }
 
 int sampler_del_proc(struct sampler *s, pid_t pid)

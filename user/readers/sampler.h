@@ -86,8 +86,6 @@ int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uin
 /* The task_free probe (task_lives only) on the _asyncio.Task type's tp_dealloc. */
 int sampler_attach_task_free(struct sampler *s, pid_t pid, const char *path, uint64_t offset);
 bool sampler_task_lives(const struct sampler *s);
-/* Creations not watched (--no-origins in CPU mode): sampler_attach_task_init refuses. */
-bool sampler_creations_off(const struct sampler *s);
 /* The task_set_name probe on its set_name method: pid's task names may be found in the
  * caches again from now on (without it, each is copied at every sample). */
 int sampler_attach_set_name(struct sampler *s, pid_t pid, const char *path, uint64_t offset);

@@ -56,14 +56,13 @@ int sampler_watch_creations(struct sampler *s, const struct py_target *t)
 {
 	char path[PATH_MAX + 64];
 	uint64_t off;
-	int ret = sampler_creations_off(s) ? 0 : atasks_task_init(t, path, sizeof(path), &off);
+	int ret = atasks_task_init(t, path, sizeof(path), &off);
 
-	if (!ret && !sampler_creations_off(s))
+	if (!ret)
 		ret = sampler_attach_task_init(s, t->pid, path, off);
 	if (ret)
 		return ret;
-	/* renames, with creations or without (--no-origins): without the probe the names are
-	 * right still, copied at every sample: counted, not fatal */
+	/* without it the names are right still, copied at every sample: counted, not fatal */
 	if (atasks_task_set_name(t, path, sizeof(path), &off) ||
 	    sampler_attach_set_name(s, t->pid, path, off))
 		sampler_count_unwatched(s);

@@ -115,9 +115,8 @@ void targets_refresh(struct recorder *rec, double max_s)
 			continue;
 		}
 		tg->async_fails = 0;
-		/* with --no-origins too: wall mode's ticks list new tasks, and every mode's
-		 * name caches need the renames watched */
-		if (ret && !tg->origins) {
+		/* wall mode watches creations with --no-origins too: its ticks list new tasks */
+		if (ret && !tg->origins && (rec->o.origins || rec->o.wall)) {
 			/* a task created between that snapshot and the probe is in neither: read
 			 * again now that the probe is in place, not at the next paced turn */
 			if (watch_creations(rec, tg) &&

@@ -76,7 +76,11 @@ struct py_proc {
 	struct py_layout layout;
 	struct py_async_layout async; /* zero (yf_kind 0) until known */
 	struct py_work work;
-	__u64 renames; /* nonzero once the process's set_name calls are watched */
+	/* nonzero once the process's set_name calls are watched, and its creations too */
+	__u64 renames;
+	/* nonzero once its task creations are watched (task_init): each task object made
+	 * from then on gets a serial of its own */
+	__u64 creations;
 };
 
 /* One Python frame. fp guards the symbol cache against code-object address reuse. */

@@ -890,7 +890,9 @@ static __always_inline __u32 pw_name_stamp(struct pw_scratch *s)
  * the generation is still g: a later name at that address comes with a rename. A copy is
  * found when the generation read after the name object is the copy's. From s->sname
  * where it was copied after the task's fields, else a lookup; a stamp where renames are
- * not watched, the entry is another's or the task was given a non-str. */
+ * not watched, the entry is another's or the task was given a non-str. p->renames says
+ * creations are watched too: else a task at a freed one's address would have its serial
+ * until a snapshot, and its name at the freed name's address. */
 static __always_inline __u32 pw_name_gen(const struct py_proc *p, struct pw_scratch *s, __u32 pid,
 					 __u64 task, __u64 serial)
 {
@@ -1353,7 +1355,10 @@ static PW_NOINLINE int pw_kept(struct pw_tasks *w, struct task_rec *t, __u32 n)
 	__u32 nf;
 
 	s->keep = 0;
-	if (!n || !PW_TASK_SPAN)
+	/* serials tell task objects apart only where creations are watched: else a task at
+	 * a freed one's address (and its coroutine at the freed coroutine's) has its
+	 * numbers until a snapshot, and would be taken for it */
+	if (!n || !PW_TASK_SPAN || !w->p->creations)
 		return 0;
 	c = &w->smp->tasks[(n - 1) & (MAX_TASKS - 1)];
 	if (!c->addr || !c->serial || !w->cur_serial || s->pending != c->addr ||

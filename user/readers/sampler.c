@@ -509,27 +509,45 @@ static int attach_probe(struct sampler *s, struct bpf_program *prog, pid_t pid, 
 	return 0;
 }
 
-int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
-{
-	if (s->no_task_init)
-		return -ENOTSUP;
-	return attach_probe(s, s->o.progs.task_init, pid, path, offset);
-}
-
-int sampler_attach_set_name(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+/* Tells BPF that pid's task creations (creations) or renames (else) are watched from now
+ * on. */
+static int proc_watched(struct sampler *s, pid_t pid, bool creations)
 {
 	struct py_proc p;
 	__u32 key = pid;
+	int ret = bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0);
+
+	if (ret)
+		return ret;
+	if (creations)
+		p.creations = 1;
+	else if (!p.creations)
+		return 0; /* a name cached under a serial a snapshot gave is not proven */
+	else
+		p.renames = 1;
+	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
+}
+
+int sampler_attach_task_init(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+{
 	int ret;
 
 	if (s->no_task_init)
 		return -ENOTSUP;
-	if ((ret = attach_probe(s, s->o.progs.task_set_name, pid, path, offset)) ||
-	    (ret = bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0)))
-		return ret;
+	ret = attach_probe(s, s->o.progs.task_init, pid, path, offset);
+	/* from now on every new task is numbered at birth: serials tell tasks apart (pw_kept) */
+	return ret ? ret : proc_watched(s, pid, true);
+}
+
+int sampler_attach_set_name(struct sampler *s, pid_t pid, const char *path, uint64_t offset)
+{
+	int ret;
+
+	if (s->no_task_init)
+		return -ENOTSUP;
+	ret = attach_probe(s, s->o.progs.task_set_name, pid, path, offset);
 	/* from now on every rename is seen: names may be found again (pw_name_gen) */
-	p.renames = 1;
-	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
+	return ret ? ret : proc_watched(s, pid, false);
 }
 
 void sampler_count_unwatched(struct sampler *s)

@@ -108,6 +108,9 @@ async def request(n):
 
 
 async def main():
+    # 3.11+: calling request() runs its new frame's first instruction (RETURN_GENERATOR),
+    # so a sample may catch request(n) :create line -> request(n + 1) :def line
+    fact(request_def=request.__code__.co_firstlineno)
     asyncio.create_task(handler(), name="the-handler")
     asyncio.create_task(deep_spawner(), name="deep-spawner")
     asyncio.create_task(request(0))

@@ -71,7 +71,12 @@ for minor in 14 15; do
 	# pyconfig.h includes its multiarch twin by a path relative to /usr/include
 	mkdir -p "$tmp/inc-3.$minor/x86_64-linux-gnu"
 	ln -s "$arch" "$tmp/inc-3.$minor/x86_64-linux-gnu/python3.$minor"
-	"$cc" -std=gnu11 -Wall -Wextra -Werror -DPy_BUILD_CORE -isystem "$inc" \
+	# the JIT's macros come with the build's flags, not pyconfig.h, and size its structs
+	# (Debian's 3.15: _PyRuntimeState and PyInterpreterState 8 bytes larger)
+	defs=$(cat "$tree/usr/lib/python3.$minor"/_sysconfigdata_*.py 2>/dev/null |
+		grep -o -e '-D_Py_TIER2=[0-9]*' -e '-D_Py_JIT\b' | sort -u | tr '\n' ' ')
+	# shellcheck disable=SC2086 # one word per macro
+	"$cc" -std=gnu11 -Wall -Wextra -Werror -DPy_BUILD_CORE $defs -isystem "$inc" \
 		-isystem "$inc/internal" -isystem "$tmp/inc-3.$minor" -I"$top" -I"$top/user" \
 		"$omsrc" -o "$tmp/genom-3.$minor"
 	"$tmp/genom-3.$minor" >"$tmp/objmodel-3.$minor"

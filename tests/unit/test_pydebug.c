@@ -226,6 +226,14 @@ static void test_objmodel_check(void)
 		CHECK(pydbg_check_objmodel(&d, &bad, why, sizeof(why)) &&
 			      strstr(why, "interpreter_frame.localsplus is"),
 		      "%s: a wrong localsplus offset not caught: '%s'", f->name, why);
+		/* the code-version fields: no offsets of their own in _Py_DebugOffsets, so the
+		 * structs that hold them must be of the headers' sizes */
+		CHECK(!pydbg_check_versions(&d, om, why, sizeof(why)), "%s: %s", f->name, why);
+		bad = *om;
+		bad.interp_size += 8;
+		CHECK(pydbg_check_versions(&d, &bad, why, sizeof(why)) &&
+			      strstr(why, "interpreter_state.size is"),
+		      "%s: an interpreter of another size not caught: '%s'", f->name, why);
 	}
 }
 

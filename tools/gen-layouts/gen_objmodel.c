@@ -397,6 +397,43 @@ static void fill_closures(void)
 	(void)co;
 }
 
+/* What proves a code object by its version (see user/cpython/codever.c): co_version and
+ * the counters it comes from. */
+static void fill_versions(void)
+{
+#if PY_VERSION_HEX >= 0x030c0000
+	PyCodeObject *co = NULL;
+	_PyRuntimeState *rt = NULL;
+	PyInterpreterState *in = NULL;
+
+	SET(code_version, offsetof(PyCodeObject, co_version));
+	if (sizeof(co->co_version) != 4)
+		die("co_version", (long)sizeof(co->co_version), "is not 4 bytes");
+	SET(tstate_interp, offsetof(PyThreadState, interp));
+	SET(runtime_interp_main, offsetof(_PyRuntimeState, interpreters.main));
+	pointer_field("interpreters.main", m.runtime_interp_main, sizeof(rt->interpreters.main),
+		      sizeof(_PyRuntimeState));
+	SET(runtime_interp_next_id, offsetof(_PyRuntimeState, interpreters.next_id));
+	if (sizeof(rt->interpreters.next_id) != 8)
+		die("interpreters.next_id", (long)sizeof(rt->interpreters.next_id),
+		    "is not 8 bytes");
+	SET(runtime_size, sizeof(_PyRuntimeState));
+	SET(interp_size, sizeof(PyInterpreterState));
+	SET(code_size, sizeof(PyCodeObject));
+	SET(code_firstlineno, offsetof(PyCodeObject, co_firstlineno));
+	SET(code_filename, offsetof(PyCodeObject, co_filename));
+#if PY_VERSION_HEX >= 0x030d0000
+	SET(interp_code_counter, offsetof(PyInterpreterState, func_state.next_version));
+	if (sizeof(in->func_state.next_version) != 4)
+		die("func_state.next_version", (long)sizeof(in->func_state.next_version),
+		    "is not 4 bytes");
+#endif
+	(void)co;
+	(void)rt;
+	(void)in;
+#endif
+}
+
 #define P(f)  printf("\t\t." #f " = %u,\n", (unsigned)m.f)
 #define PX(f) printf("\t\t." #f " = 0x%llx,\n", (unsigned long long)m.f)
 #define PA(f) printf("\t\t\t." #f " = %d,\n", (int)m.async.f)
@@ -507,6 +544,16 @@ static void print_objmodel(void)
 	P(interp_modules);
 	P(tstate_dict);
 	P(tstate_size);
+	P(code_version);
+	P(tstate_interp);
+	P(runtime_interp_main);
+	P(runtime_interp_next_id);
+	P(interp_code_counter);
+	P(runtime_size);
+	P(interp_size);
+	P(code_size);
+	P(code_firstlineno);
+	P(code_filename);
 	printf("\t\t.async = {\n");
 	printf("\t\t\t.yf_kind = %s,\n", yf_kind_name());
 	PA(gen_suspended);
@@ -536,6 +583,7 @@ int main(void)
 	fill_async();
 	fill_contexts();
 	fill_closures();
+	fill_versions();
 	print_objmodel();
 	return 0;
 }

@@ -105,6 +105,20 @@ struct py_objmodel {
 	uint16_t tstate_dict;	 /* PyThreadState.dict */
 	uint16_t tstate_size; /* sizeof(PyThreadState): 3.13 keeps the running loop right after */
 
+	/* code versions (3.12+; 0 before): PyCodeObject.co_version, given at creation from a
+	 * counter that only grows (_Py_next_func_version, a global, in 3.12; the interpreter's
+	 * func_state.next_version from 3.13, interp_code_counter its offset); the main
+	 * interpreter and the count of interpreters ever made in _PyRuntime.interpreters */
+	uint16_t code_version;
+	uint16_t tstate_interp; /* PyThreadState.interp */
+	uint16_t runtime_interp_main;
+	uint16_t runtime_interp_next_id;
+	uint32_t interp_code_counter;
+	/* what a 3.13+ runtime's _Py_DebugOffsets must agree with before they are used: the
+	 * sizes of the three structs and co_version's neighbours */
+	uint32_t runtime_size, interp_size;
+	uint16_t code_size, code_firstlineno, code_filename;
+
 	struct py_async_layout async;
 };
 

@@ -361,6 +361,8 @@ const struct pydbg_table pydbg_tables[] = {
 const unsigned int pydbg_tables_len = sizeof(pydbg_tables) / sizeof(pydbg_tables[0]);
 
 static const char *const field_names[PD_NFIELDS] = {
+	[PD_RUNTIME_SIZE] = "runtime_state.size",
+	[PD_INTERP_SIZE] = "interpreter_state.size",
 	[PD_INTERPRETERS_HEAD] = "runtime_state.interpreters_head",
 	[PD_INTERP_NEXT] = "interpreter_state.next",
 	[PD_INTERP_THREADS_HEAD] = "interpreter_state.threads_head",
@@ -738,6 +740,35 @@ int pydbg_check_objmodel(const struct pydbg *d, const struct py_objmodel *om, ch
 				 "headers has %u",
 				 ver, field_names[same[i].f], (unsigned long long)d->v[same[i].f],
 				 want);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int pydbg_check_versions(const struct pydbg *d, const struct py_objmodel *om, char *why,
+			 size_t whylen)
+{
+	const struct {
+		enum pydbg_field f;
+		uint64_t want;
+	} same[] = {
+		{ PD_RUNTIME_SIZE, om->runtime_size },
+		{ PD_INTERP_SIZE, om->interp_size },
+		{ PD_CODE_SIZE, om->code_size },
+		{ PD_CODE_FIRSTLINENO, om->code_firstlineno },
+		{ PD_CODE_FILENAME, om->code_filename },
+	};
+	char ver[32];
+
+	pydbg_version_str(d->version, ver, sizeof(ver));
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		if (!d->has[same[i].f] || d->v[same[i].f] != same[i].want) {
+			snprintf(why, whylen,
+				 "Python %s: _Py_DebugOffsets.%s is %llu, its headers had %llu",
+				 ver, field_names[same[i].f],
+				 d->has[same[i].f] ? (unsigned long long)d->v[same[i].f] : 0ULL,
+				 (unsigned long long)same[i].want);
 			return -1;
 		}
 	}

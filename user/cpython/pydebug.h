@@ -17,7 +17,9 @@
 
 /* The fields of _Py_DebugOffsets asyncbpf reads (whatever slot each line keeps them in). */
 enum pydbg_field {
+	PD_RUNTIME_SIZE,
 	PD_INTERPRETERS_HEAD,
+	PD_INTERP_SIZE,
 	PD_INTERP_NEXT,
 	PD_INTERP_THREADS_HEAD,
 	PD_INTERP_IMPORTS_MODULES,
@@ -130,6 +132,12 @@ int pydbg_read(pid_t pid, uint64_t runtime, uint32_t expect, struct pydbg *d, ch
  * frame part of a (the caller adds _asyncio's objects). 0, -1 with a reason. */
 int pydbg_layout(const struct pydbg *d, struct py_layout *l, struct py_async_layout *a, char *why,
 		 size_t whylen);
+
+/* Whether the runtime is laid out as the headers the object model's code-version fields
+ * came from (they are not in _Py_DebugOffsets): the runtime, interpreter and code structs
+ * of the same sizes, co_version's neighbours in place. 0, or -1 with a one-line why. */
+int pydbg_check_versions(const struct pydbg *d, const struct py_objmodel *om, char *why,
+			 size_t whylen);
 
 /* Checks an object model (generated from the headers of one micro of the line) against
  * what the runtime says of the same object fields (sizeof(PyThreadState) may change within

@@ -81,6 +81,19 @@ struct py_proc {
 	/* nonzero once its task creations are watched (task_init): each task object made
 	 * from then on gets a serial of its own */
 	__u64 creations;
+	/* 3.12+: address of the counter code objects take their co_version from (0: none
+	 * known, code objects are read): the CPU sampler then reads it instead of each
+	 * frame's code object, and userspace proves the frames (user/cpython/codever.c) */
+	__u64 code_counter;
+	/* the main interpreter, and where a thread state names its own: the counter dates
+	 * only the main interpreter's threads' code objects */
+	__u64 main_interp;
+	__u64 tstate_interp;
+	/* the counter's value when userspace last checked the code objects it knows: a walk
+	 * that reads another leaves the frames' code objects read (see codever.c) */
+	__u32 code_confirmed;
+	/* for userspace: co_version's offset, _PyRuntime.interpreters.next_id's */
+	__u16 code_version, interp_next_id;
 };
 
 /* One Python frame. fp guards the symbol cache against code-object address reuse. */
@@ -148,8 +161,12 @@ struct native_hdr {
 #define FRAME_ENTRY   1ULL
 #define FRAME_CODE(f) ((f)->code & ~FRAME_ENTRY)
 
-/* Frame fingerprint 0 means the code object could not be read or is not a code object. */
-#define FP_INVALID 0
+/* Frame fingerprint 0 means the code object could not be read or is not a code object;
+ * in a record with sample_hdr.code_epoch set, FP_VERSIONED that it was not read and
+ * userspace proves it. A fingerprint may be 1 too: such a frame kept from an earlier walk
+ * is proven like the others, and gets that fingerprint back. */
+#define FP_INVALID   0
+#define FP_VERSIONED 1
 
 #define RUNNING_NONE 0xffff
 
@@ -164,6 +181,11 @@ struct sample_hdr {
 	__u16 ntasks; /* tasks[0] runs on this thread, tasks[1..] await it, outward */
 	__u16 running_idx; /* thread frame of tasks[0]'s coroutine, RUNNING_NONE if no task */
 	char comm[TASK_COMM_LEN]; /* thread name at sample time */
+	/* the code-version counter as read before the walk (0: not read), and as read
+	 * before and after it when the frames' code objects were not read (FP_VERSIONED;
+	 * else 0), and ns from time_ns to the walk's last read */
+	__u32 code_seen, code_epoch, code_epoch_end;
+	__u32 walk_ns;
 };
 
 enum task_flags {

@@ -192,6 +192,9 @@ struct pw_scratch {
 	__u64 cb0_of, cb0;
 	__u64 mark;
 	__u32 steps, lap;
+	/* PW_CODE_BY_VERSION: the code-version counter as read before the walk, 0 if none
+	 * (last: the other includers' verification does not see their fields move) */
+	__u32 epoch;
 };
 
 /* Starts a walk: forgets the last walk's generators and code objects. */
@@ -367,6 +370,13 @@ static PW_INLINE __u32 pw_code_fp_cached(struct pw_reader *r, const struct py_pr
 	__u32 k = (__u32)((code >> 4) ^ (code >> 11)) & (PW_CODE_SLOTS - 1), fp;
 
 	PW_NOT_CODE(s, 0);
+#ifdef PW_CODE_BY_VERSION
+	/* 3.12+: a code object's co_version comes from a counter that only grows, read before
+	 * the walk; userspace proves the object at the address now was made before it, so
+	 * alive through the walk: the frame's (user/cpython/codever.c). No read here. */
+	if (s->epoch && code)
+		return FP_VERSIONED;
+#endif
 	if (code && s->code_addr[k] == code)
 		return s->code_fp[k];
 	if (!direct) {

@@ -42,6 +42,7 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 #define NAME_KEY(r)		      (&(r)->name_key)
 #define PW_KEEP_FRAMES(dst, len, src) bpf_probe_read_kernel(dst, len, src)
 #define PW_WORK_HINTS
+#define PW_CODE_BY_VERSION
 
 #include "pywalk.h"
 #define MAPS_WALK
@@ -89,6 +90,8 @@ struct scratch {
 	/* off the stack, which this program and its loops' frames share (512 bytes on 6.1
 	 * and 5.10, with none to spare): walk_thread's result and the sample's start */
 	bool looked_up;
+	__u64 interp;			       /* the sampled thread's interpreter */
+	__u32 seen;			       /* the code-version counter read */
 	__u64 t0, t_tstate, t_frames, t_tasks; /* the sample's start, its phases' ends */
 };
 
@@ -285,9 +288,11 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 		*v += n;
 }
 
-/* Walks the current thread's frames into sc; returns the thread state (0: none). */
+/* Walks the current thread's frames into sc; returns the thread state (0: none).
+ * by_version: leave the code objects unread where the counter allows (samples only: a
+ * creation site's frames go to a map no one proves). */
 static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_proc *p, __u64 id,
-					 struct scratch *sc)
+					 struct scratch *sc, bool by_version)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u64 ts;
@@ -297,6 +302,16 @@ static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_p
 	pw_pages_reset(&rd->pages);
 	sc->looked_up = false;
 	ts = pw_cached_tstate(rd, p, id, BPF_CORE_READ(task, thread.fsbase), &sc->looked_up);
+	/* before any frame is read: it dates the code objects the walk meets, the main
+	 * interpreter's (user/cpython/codever.c) */
+	sc->pw.epoch = 0;
+	if (by_version && ts && p->code_counter &&
+	    !pw_read(rd, &sc->interp, 8, ts + p->tstate_interp) && sc->interp == p->main_interp &&
+	    pw_read(rd, &sc->pw.epoch, 4, p->code_counter))
+		sc->pw.epoch = 0;
+	sc->seen = sc->pw.epoch;
+	if (sc->pw.epoch != p->code_confirmed)
+		sc->pw.epoch = 0;
 	sc->t_tstate = bpf_ktime_get_ns();
 	if (sc->looked_up)
 		stat_inc(STAT_TSTATE_LOOKUP);
@@ -467,7 +482,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	if (!origins_on)
 		return 0;
 
-	if (!walk_thread(rd, p, id, sc))
+	if (!walk_thread(rd, p, id, sc, false))
 		return 0;
 	f.r = rd;
 	f.p = p;
@@ -650,7 +665,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc->pw.stamp_slot = 0;
 	sc->proc = *proc;
 	p = &sc->proc;
-	walk_thread(rd, p, id, sc);
+	walk_thread(rd, p, id, sc, true);
 	sc->t_frames = bpf_ktime_get_ns();
 	/* from the scratch, not a local: the bounded loops' frames and this program's share
 	 * 512 bytes of stack on 6.1 and 5.10, with none to spare */
@@ -667,7 +682,13 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	bpf_get_current_comm(sc->s.hdr.comm, sizeof(sc->s.hdr.comm));
 	if (pw_walk_tasks(rd, p, pid, &sc->s, &sc->pw))
 		stat_inc(STAT_TASK);
+	sc->s.hdr.code_seen = sc->seen;
+	sc->s.hdr.code_epoch = sc->pw.epoch;
+	sc->s.hdr.code_epoch_end = 0;
+	if (sc->pw.epoch && pw_read(rd, &sc->s.hdr.code_epoch_end, 4, p->code_counter))
+		sc->s.hdr.code_epoch_end = 0;
 	sc->t_tasks = bpf_ktime_get_ns();
+	sc->s.hdr.walk_ns = (__u32)(sc->t_tasks - sc->s.hdr.time_ns);
 	size = offsetof(struct py_sample, frames) +
 	       (sc->s.hdr.nframes + sc->s.hdr.ncoro) * sizeof(struct frame_rec);
 	/* keep clang from folding the bound into n, which the verifier then loses */

@@ -329,6 +329,45 @@ static uint64_t symbol_addr(struct inspect *in, struct pyelf *py, const char *na
 	return addr;
 }
 
+/* 3.12+: the counter code objects take their co_version from, for the CPU sampler
+ * (user/cpython/codever.c): _Py_DebugOffsets does not describe it, so on 3.13+ the
+ * runtime must agree with the headers it was measured in (describe()). */
+static void find_code_counter(struct inspect *in, struct pyelf *py, struct py_target *t,
+			      bool described)
+{
+	const struct py_objmodel *om = t->om;
+	uint64_t main;
+	int err;
+
+	t->proc.code_counter = 0;
+	if (!om || !om->code_version) {
+		if (PYV_MINOR_OF(t->version) >= PYV(3, 12) && !t->code_why[0])
+			snprintf(t->code_why, sizeof(t->code_why), "no object model for Python %s",
+				 t->version_str);
+		return;
+	}
+	if (described && !t->versions_checked)
+		return;
+	/* 3.12: a global of the runtime, in .symtab only (stripped builds lack it) */
+	err = mem_read(in->pid, t->proc.runtime + om->runtime_interp_main, &main, sizeof(main));
+	if (err || !main) {
+		snprintf(t->code_why, sizeof(t->code_why), "cannot read the main interpreter: %s",
+			 err ? strerror(-err) : "none yet");
+		return;
+	}
+	t->proc.main_interp = main;
+	t->proc.tstate_interp = om->tstate_interp;
+	t->proc.code_version = om->code_version;
+	t->proc.interp_next_id = om->runtime_interp_next_id;
+	if (om->interp_code_counter)
+		t->proc.code_counter = main + om->interp_code_counter;
+	else
+		t->proc.code_counter = symbol_addr(in, py, "_Py_next_func_version");
+	if (!t->proc.code_counter)
+		snprintf(t->code_why, sizeof(t->code_why), "%s has no symbol _Py_next_func_version",
+			 py->map->path);
+}
+
 /* 3.13+: the layout from the runtime's own _Py_DebugOffsets; the object model (dicts, types,
  * _asyncio) from the line's headers, checked against what the runtime says of it. */
 static enum pyproc_status describe(struct inspect *in, struct py_target *t)
@@ -353,6 +392,7 @@ static enum pyproc_status describe(struct inspect *in, struct py_target *t)
 		t->om = NULL;
 		return PYPROC_OK;
 	}
+	t->versions_checked = !pydbg_check_versions(&d, t->om, t->code_why, sizeof(t->code_why));
 	t->proc.async = t->om->async;
 	t->proc.async.yf_kind = gen.yf_kind;
 	t->proc.async.gen_suspended = gen.gen_suspended;
@@ -413,6 +453,7 @@ static enum pyproc_status inspect_runtime(struct inspect *in, struct pyelf *py, 
 		return say(in, PYPROC_NOT_READY, "Python %s runtime not initialised yet",
 			   t->version_str);
 	snprintf(t->binary, sizeof(t->binary), "%s", py->map->path);
+	find_code_counter(in, py, t, described);
 	return PYPROC_OK;
 }
 

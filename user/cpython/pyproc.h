@@ -5,6 +5,7 @@
 #define ASYNCBPF_PYPROC_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +24,9 @@ struct py_target {
 	const struct py_objmodel *om; /* object model of the version, NULL if none */
 	int task_lists;	  /* 3.14+: tasks are listed per thread, awaiters named by each task */
 	char om_why[192]; /* 3.13+ without om: why (no model, or it disagrees with the runtime) */
+	/* 3.12+: where proving code objects by version was refused (proc.code_counter 0) */
+	char code_why[192];
+	bool versions_checked; /* 3.13+: _Py_DebugOffsets agree with the code-version fields */
 };
 
 /* Inspects pid. On PYPROC_OK fills *t. Otherwise why gets a one-line reason (no

@@ -204,6 +204,11 @@ static void bpf_print_stats(void *r, FILE *f, const struct reader_report *rep)
 		(unsigned long long)jn->unknown_pid);
 	fprintf(f, "unknown frames: %llu (code objects that could not be read)\n",
 		(unsigned long long)jn->unknown_frames);
+	fprintf(f,
+		"frames proven by code version: %llu (3.12+: code objects the walk left unread; "
+		"not proven, shown [unknown]: %llu; checks %llu; counter confirmed %llu times)\n",
+		(unsigned long long)st.code.proven, (unsigned long long)st.code.unproven,
+		(unsigned long long)st.code.checks, (unsigned long long)st.code.confirms);
 	print_walk(br, &st, f);
 	rep->native(rep->ctx, f,
 		    st.stat[STAT_NATIVE]

@@ -12,6 +12,7 @@
 #include <bpf/libbpf.h>
 
 #include "readers/bpfstats.h"
+#include "cpython/codever.h"
 #include "readers/sampler.h"
 #include "sampler.skel.h"
 #include "sampler_bounded.skel.h"
@@ -76,6 +77,9 @@ struct sampler {
 	void *ctx;
 	bool no_cpu_samples, no_task_init, task_lives;
 	uint64_t bad_records, renames_unwatched;
+	/* frames whose code objects the walk left unread, proven in a copy of the record */
+	struct codever *cv;
+	void *proving;
 	unsigned int freq;
 };
 
@@ -197,6 +201,30 @@ static const char *btf_path(void)
 	return p && *p ? p : "/sys/kernel/btf/vmlinux";
 }
 
+/* A record of the largest size handle_record takes */
+#define RECORD_MAX (sizeof(struct py_sample) + sizeof(struct native_hdr) + NATIVE_STACK_MAX)
+
+/* The record with its FP_VERSIONED frames proven (a copy: the ring is read-only), and
+ * the counter the walk saw confirmed to the map when it moved. */
+static const struct py_sample *prove(struct sampler *s, const struct py_sample *smp, size_t size)
+{
+	struct py_proc p;
+	uint32_t confirmed;
+	__u32 key = smp->hdr.pid;
+
+	if (smp->hdr.code_epoch && size <= RECORD_MAX) {
+		memcpy(s->proving, smp, size);
+		codever_prove(s->cv, s->proving);
+		smp = s->proving;
+	}
+	if (codever_confirm(s->cv, smp, &confirmed) &&
+	    !bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0)) {
+		p.code_confirmed = confirmed;
+		bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
+	}
+	return smp;
+}
+
 static int handle_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
@@ -219,6 +247,8 @@ static int handle_record(void *ctx, void *data, size_t size)
 		s->bad_records++;
 		return 0;
 	}
+	if (smp->hdr.code_seen)
+		smp = prove(s, smp, size);
 	s->cb(s->ctx, smp, size);
 	return 0;
 }
@@ -346,7 +376,15 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	libbpf_set_print(libbpf_print);
 
 	s = calloc(1, sizeof(*s));
-	if (!s) {
+	if (s) {
+		s->cv = codever_new();
+		s->proving = malloc(RECORD_MAX);
+	}
+	if (!s || !s->cv || !s->proving) {
+		if (s) {
+			codever_free(s->cv);
+			free(s);
+		}
 		snprintf(err, errlen, "out of memory");
 		return SAMPLER_EOTHER;
 	}
@@ -470,14 +508,19 @@ void sampler_close(struct sampler *s)
 	sampler_bounded_bpf__destroy(s->bounded);
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
+	codever_free(s->cv);
+	free(s->proving);
 	free(s);
 }
 
 int sampler_add_proc(struct sampler *s, pid_t pid, const struct py_proc *p)
 {
 	__u32 key = pid;
+	int ret = codever_add(s->cv, pid, p);
 
-	return bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), p, sizeof(*p), BPF_ANY);
+	return ret ? ret
+		   : bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), p, sizeof(*p),
+					  BPF_ANY);
 }
 
 int sampler_set_work(struct sampler *s, pid_t pid, const struct py_work *w)
@@ -581,6 +624,7 @@ int sampler_del_proc(struct sampler *s, pid_t pid)
 	}
 	int ret = bpf_map__delete_elem(s->o.maps.procs, &key, sizeof(key), 0);
 
+	codever_del(s->cv, pid);
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -702,6 +746,7 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 		bpfstats_prog_run(s->o.progs.sample_cpu, &st->run_ns, &st->run_cnt);
 	st->bad_records = s->bad_records;
 	st->renames_unwatched = s->renames_unwatched;
+	codever_stats(s->cv, &st->code);
 	return 0;
 }
 

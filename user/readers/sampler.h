@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "bpf/asyncbpf.h"
+#include "cpython/codever.h"
 
 /* Called for each record; data is a struct py_sample holding hdr.nframes frames. */
 typedef void (*sampler_cb)(void *ctx, const struct py_sample *s, size_t size);
@@ -105,6 +106,7 @@ struct sampler_stats {
 	uint64_t bad_records;		  /* malformed ring-buffer records dropped */
 	uint64_t renames_unwatched;	  /* processes without the task_set_name probe */
 	uint64_t cost_hist[COST_BUCKETS]; /* time per Python sample, by cost_bucket() */
+	struct codever_stats code;	  /* frames proven by code version */
 };
 
 int sampler_read_stats(struct sampler *s, struct sampler_stats *st);

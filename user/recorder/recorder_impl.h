@@ -40,6 +40,9 @@ struct recorder {
 	/* processes whose tasks, or whose task creation, could not be read, and the first why */
 	uint64_t tasks_off, origins_off;
 	char tasks_off_why[512], origins_off_why[512];
+	/* 3.12+ processes whose code objects the CPU sampler reads (no version counter) */
+	uint64_t code_read;
+	char code_read_why[256];
 	struct discover *disc; /* -a: the /proc scan */
 	int scan_ms;	       /* between /proc scans and reaps */
 	double start, next_scan, next_status;

@@ -61,6 +61,11 @@ static void print_task_support(const struct recorder *rec, FILE *f)
 	fprintf(f, "processes without task creation watched: %llu%s%s%s\n",
 		(unsigned long long)rec->origins_off, rec->origins_off ? " (first: " : "",
 		rec->origins_off_why, rec->origins_off ? ")" : "");
+	fprintf(f,
+		"processes 3.12+ with their code objects read: %llu (no code-version counter "
+		"known%s%s%s)\n",
+		(unsigned long long)rec->code_read, rec->code_read ? "; first: " : "",
+		rec->code_read_why, rec->code_read ? "" : "");
 }
 
 /* Samples whose thread shows its OS name for a read that failed: none is a silent answer. */

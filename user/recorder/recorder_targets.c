@@ -164,6 +164,11 @@ static void track_locked(struct recorder *rec, const struct py_target *t)
 		joiner_del_target(&rec->jn, t->pid);
 		return;
 	}
+	/* 3.12+ where the CPU sampler must read every code object: slower, so said */
+	if (rec->o.reader == READER_BPF && !rec->o.wall && t->code_why[0] &&
+	    !rec->code_read++)
+		snprintf(rec->code_read_why, sizeof(rec->code_read_why), "pid %d: %s", t->pid,
+			 t->code_why);
 	if (rec->o.verbose) {
 		status_clear();
 		fprintf(stderr, "%s: profiling pid %d (%s, Python %s, %s%s%s)\n", rec->o.prog,

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Why a frame named by its code object's address alone is proven its own (3.12+).
+ *
+ * CPython gives each code object it makes co_version = a counter's value, then adds one
+ * (Objects/codeobject.c, init_code; at 0 once it overflowed, where it stays): a global in
+ * 3.12, the interpreter's func_state.next_version from 3.13. On a thread of the main
+ * interpreter the CPU sampler reads that counter before it reads any frame (E) and after
+ * its last read (E2, at time_ns + walk_ns = T). The frame's code object X was alive when
+ * the walk read the frame, between the two. A check here reads the counter (C), then the
+ * object at the address (Z, with its co_version v), then _PyRuntime.interpreters.next_id.
+ *
+ * Forward: if C == E == E2, no code object was made between the check and the walk (in
+ * either order), so X was made before both and was alive at the address when Z was read:
+ * X is Z. Backward, for a check after T: if 0 < v < E and next_id was 1 (only the main
+ * interpreter was ever made, so v is of the same counter), Z was made before E was read
+ * and is alive after T, so it was alive at the address when the frame was read: Z is X.
+ * An object made there after X was freed has co_version >= E. A kept frame (pw_kept)
+ * holds its code object from the walk that read it through the walk that kept it.
+ *
+ * The sampler leaves code objects unread only where the counter it reads is the one last
+ * confirmed here (py_proc.code_confirmed, set after a check at that value): a process that
+ * makes no code objects has every frame proven forward by one check per code object in
+ * all, its last samples too once it exited; one that keeps making them keeps having them
+ * read, as a frame of a code object made and freed between two drains could not be proven
+ * at all. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpython/codever.h"
+#include "process/memread.h"
+
+#include "cpython/vmwalk.h"
+
+#define CV_MAX	 (1u << 16) /* entries, then the table starts again */
+#define CV_BATCH 64	    /* code objects checked per pair of reads */
+#define CV_READ	 256	    /* bytes read of each: the header up to co_filename */
+/* a process whose counter keeps moving is confirmed again at most this often */
+#define CV_CONFIRM_NS 10000000ull
+
+struct cv_ent {
+	uint64_t code; /* 0: a free slot */
+	uint64_t checked_ns;
+	pid_t pid;
+	uint32_t version, fp;
+	uint32_t counter; /* C of the check */
+	bool single;	  /* next_id was 1 */
+};
+
+struct cv_proc {
+	pid_t pid;
+	bool gone; /* a check failed: the process cannot be read any more */
+	uint32_t confirmed;
+	uint64_t confirmed_ns;
+	struct py_proc p;
+};
+
+struct codever {
+	struct cv_ent *slot;
+	size_t cap, n; /* cap a power of two */
+	struct cv_proc *procs;
+	size_t nprocs, procs_cap;
+	struct codever_stats st;
+	uint8_t buf[CV_BATCH * CV_READ];
+};
+
+struct codever *codever_new(void)
+{
+	struct codever *cv = calloc(1, sizeof(*cv));
+
+	if (!cv)
+		return NULL;
+	cv->cap = 1024;
+	cv->slot = calloc(cv->cap, sizeof(*cv->slot));
+	if (!cv->slot) {
+		free(cv);
+		return NULL;
+	}
+	return cv;
+}
+
+void codever_free(struct codever *cv)
+{
+	if (!cv)
+		return;
+	free(cv->slot);
+	free(cv->procs);
+	free(cv);
+}
+
+static struct cv_proc *proc_of(struct codever *cv, pid_t pid)
+{
+	for (size_t i = 0; i < cv->nprocs; i++)
+		if (cv->procs[i].pid == pid)
+			return &cv->procs[i];
+	return NULL;
+}
+
+static size_t slot_of(const struct codever *cv, pid_t pid, uint64_t code)
+{
+	uint64_t h = (code >> 4) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)pid * 0xC2B2AE3D27D4EB4FULL;
+
+	return (size_t)(h >> 20) & (cv->cap - 1);
+}
+
+static struct cv_ent *find(struct codever *cv, pid_t pid, uint64_t code)
+{
+	for (size_t i = slot_of(cv, pid, code);; i = (i + 1) & (cv->cap - 1)) {
+		struct cv_ent *e = &cv->slot[i];
+
+		if (!e->code || (e->code == code && e->pid == pid))
+			return e;
+	}
+}
+
+/* Moves the entries into a table of cap slots, leaving drop's out (0: none). */
+static void rebuild(struct codever *cv, size_t cap, pid_t drop)
+{
+	struct cv_ent *old = cv->slot, *n = calloc(cap, sizeof(*n));
+	size_t ocap = cv->cap;
+
+	if (!n) {
+		/* no memory to move them: start again in the old table */
+		memset(old, 0, ocap * sizeof(*old));
+		cv->n = 0;
+		return;
+	}
+	cv->slot = n;
+	cv->cap = cap;
+	cv->n = 0;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i].code && old[i].pid != drop) {
+			*find(cv, old[i].pid, old[i].code) = old[i];
+			cv->n++;
+		}
+	free(old);
+}
+
+/* The entry for (pid, code), made unchecked if new. */
+static struct cv_ent *entry(struct codever *cv, pid_t pid, uint64_t code)
+{
+	struct cv_ent *e = find(cv, pid, code);
+
+	if (e->code)
+		return e;
+	if ((cv->n + 1) * 2 > cv->cap) {
+		if (cv->cap < 2 * CV_MAX) {
+			rebuild(cv, cv->cap * 2, 0);
+		} else {
+			/* full: everything goes, a check costs a read again */
+			memset(cv->slot, 0, cv->cap * sizeof(*cv->slot));
+			cv->n = 0;
+		}
+		e = find(cv, pid, code);
+	}
+	e->pid = pid;
+	e->code = code;
+	e->checked_ns = 0;
+	cv->n++;
+	return e;
+}
+
+/* Whether p's code objects can be proven: the counter and PyCode_Type known, every field
+ * within the bytes read. */
+static bool provable(const struct py_proc *p)
+{
+	const struct py_layout *l = &p->layout;
+
+	return p->code_counter && p->code_type && p->code_version && p->interp_next_id &&
+	       p->code_version + 4u <= CV_READ && l->object_type + 8u <= CV_READ &&
+	       l->code_firstlineno + 4u <= CV_READ && l->code_filename + 8u <= CV_READ &&
+	       l->code_name + 8u <= CV_READ;
+}
+
+int codever_add(struct codever *cv, pid_t pid, const struct py_proc *p)
+{
+	struct cv_proc *cp = proc_of(cv, pid);
+
+	if (!provable(p)) {
+		codever_del(cv, pid);
+		return 0;
+	}
+	if (!cp) {
+		if (cv->nprocs == cv->procs_cap) {
+			size_t cap = cv->procs_cap ? 2 * cv->procs_cap : 16;
+			struct cv_proc *n = realloc(cv->procs, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			cv->procs = n;
+			cv->procs_cap = cap;
+		}
+		cp = &cv->procs[cv->nprocs++];
+	}
+	memset(cp, 0, sizeof(*cp));
+	cp->pid = pid;
+	cp->p = *p;
+	return 0;
+}
+
+void codever_del(struct codever *cv, pid_t pid)
+{
+	struct cv_proc *cp = proc_of(cv, pid);
+
+	if (!cp)
+		return;
+	*cp = cv->procs[--cv->nprocs];
+	rebuild(cv, cv->cap, pid);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t load(const uint8_t *b, size_t off, size_t len)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, b + off, len);
+	return v;
+}
+
+/* Reads the counter, the n code objects at codes[] and next_id, in that order, and fills
+ * their entries; leaves them as they were when the process cannot be read. 0, or -1 when
+ * it could not. */
+static int check(struct codever *cv, struct cv_proc *cp, const uint64_t *codes, size_t n,
+		 uint32_t *counter)
+{
+	const struct py_layout *l = &cp->p.layout;
+	uint8_t *buf = cv->buf, ok[CV_BATCH];
+	uint64_t when = now_ns(), next_id = 0;
+	bool single;
+
+	if (cp->gone)
+		return -1;
+	cv->st.checks++;
+	if (mem_read(cp->pid, cp->p.code_counter, counter, 4)) {
+		cp->gone = true;
+		return -1;
+	}
+	/* each read returns before the next starts */
+	if (mem_read_many(cp->pid, codes, n, CV_READ, buf, ok))
+		memset(ok, 0, n);
+	single = !mem_read(cp->pid, cp->p.runtime + cp->p.interp_next_id, &next_id, 8) &&
+		 next_id == 1;
+	for (size_t i = 0; i < n; i++) {
+		struct cv_ent *e = entry(cv, cp->pid, codes[i]);
+		const uint8_t *b = buf + i * CV_READ;
+		uint64_t refcnt = ok[i] ? load(b, 0, 8) : 0;
+
+		e->checked_ns = when;
+		e->counter = *counter;
+		e->single = single;
+		e->version = 0;
+		e->fp = FP_INVALID;
+		/* a live object's reference count is plausible; a freed block holds a pointer */
+		if (!ok[i] || !refcnt || refcnt > UINT32_MAX ||
+		    load(b, l->object_type, 8) != cp->p.code_type)
+			continue;
+		e->version = (uint32_t)load(b, cp->p.code_version, 4);
+		e->fp = pw_code_fingerprint((uint32_t)load(b, l->code_firstlineno, 4),
+					    load(b, l->code_filename, 8), load(b, l->code_name, 8));
+	}
+	return 0;
+}
+
+/* Whether e's check proves the frame of a sample (the argument at the top). */
+static bool proves(const struct cv_ent *e, const struct sample_hdr *h)
+{
+	if (!e->code || e->fp == FP_INVALID)
+		return false;
+	if (e->counter == h->code_epoch && h->code_epoch_end == h->code_epoch)
+		return true;
+	return e->checked_ns > h->time_ns + h->walk_ns && e->single && e->version &&
+	       e->version < h->code_epoch;
+}
+
+/* Checks the code objects of s's frames (of FP_VERSIONED ones only, if versioned) whose
+ * entries do not prove them, CV_BATCH at a time; the counter of the last check in *counter.
+ * 0, or -1 when a check failed. */
+static int check_frames(struct codever *cv, struct cv_proc *cp, const struct py_sample *s,
+			bool versioned, uint32_t *counter)
+{
+	uint32_t total = s->hdr.nframes + s->hdr.ncoro;
+	uint64_t codes[CV_BATCH];
+	size_t n = 0;
+	int err = 0;
+
+	if (total > MAX_FRAMES + MAX_CORO_FRAMES)
+		total = MAX_FRAMES + MAX_CORO_FRAMES;
+	for (uint32_t i = 0; i < total && !err; i++) {
+		const struct frame_rec *f = &s->frames[i];
+		uint64_t code = FRAME_CODE(f);
+		bool queued = false;
+
+		if (!code || (versioned &&
+			      (f->fp != FP_VERSIONED || proves(find(cv, cp->pid, code), &s->hdr))))
+			continue;
+		for (size_t k = 0; k < n && !queued; k++)
+			queued = codes[k] == code;
+		if (!queued)
+			codes[n++] = code;
+		if (n == CV_BATCH) {
+			err = check(cv, cp, codes, n, counter);
+			n = 0;
+		}
+	}
+	return err || !n ? err : check(cv, cp, codes, n, counter);
+}
+
+void codever_prove(struct codever *cv, struct py_sample *s)
+{
+	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
+	uint32_t total = s->hdr.nframes + s->hdr.ncoro, counter;
+
+	if (total > MAX_FRAMES + MAX_CORO_FRAMES)
+		total = MAX_FRAMES + MAX_CORO_FRAMES;
+	if (cp && s->hdr.code_epoch)
+		check_frames(cv, cp, s, true, &counter);
+	for (uint32_t i = 0; i < total; i++) {
+		struct frame_rec *f = &s->frames[i];
+		uint64_t code = FRAME_CODE(f);
+		const struct cv_ent *e;
+
+		if (f->fp != FP_VERSIONED)
+			continue;
+		e = cp && code && s->hdr.code_epoch ? find(cv, cp->pid, code) : NULL;
+		if (e && proves(e, &s->hdr)) {
+			f->fp = e->fp;
+			cv->st.proven++;
+		} else {
+			f->fp = FP_INVALID;
+			cv->st.unproven++;
+		}
+	}
+}
+
+int codever_confirm(struct codever *cv, const struct py_sample *s, uint32_t *confirmed)
+{
+	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
+	uint64_t now = now_ns();
+	uint32_t counter = 0;
+
+	if (!cp || cp->gone || !s->hdr.code_seen || s->hdr.code_seen == cp->confirmed ||
+	    now - cp->confirmed_ns < CV_CONFIRM_NS)
+		return 0;
+	cp->confirmed_ns = now;
+	if (check_frames(cv, cp, s, false, &counter) || !counter)
+		return 0;
+	cp->confirmed = counter;
+	*confirmed = counter;
+	cv->st.confirms++;
+	return 1;
+}
+
+void codever_stats(const struct codever *cv, struct codever_stats *st)
+{
+	if (cv)
+		*st = cv->st;
+	else
+		memset(st, 0, sizeof(*st));
+}

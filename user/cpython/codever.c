@@ -27,8 +27,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "cpython/codever.h"
 #include "process/memread.h"
 
@@ -210,14 +210,6 @@ void codever_del(struct codever *cv, pid_t pid)
 	rebuild(cv, cv->cap, pid);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t load(const uint8_t *b, size_t off, size_t len)
 {
 	uint64_t v = 0;
@@ -234,7 +226,7 @@ static int check(struct codever *cv, struct cv_proc *cp, const uint64_t *codes, 
 {
 	const struct py_layout *l = &cp->p.layout;
 	uint8_t *buf = cv->buf, ok[CV_BATCH];
-	uint64_t when = now_ns(), next_id = 0;
+	uint64_t when = mono_ns(), next_id = 0;
 	bool single;
 
 	if (cp->gone)
@@ -344,7 +336,7 @@ void codever_prove(struct codever *cv, struct py_sample *s)
 int codever_confirm(struct codever *cv, const struct py_sample *s, uint32_t *confirmed)
 {
 	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
-	uint64_t now = now_ns();
+	uint64_t now = mono_ns();
 	uint32_t counter = 0;
 
 	if (!cp || cp->gone || !s->hdr.code_seen || s->hdr.code_seen == cp->confirmed ||

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "hash.h"
 #include "cpython/codever.h"
 #include "process/memread.h"
 
@@ -100,9 +101,7 @@ static struct cv_proc *proc_of(struct codever *cv, pid_t pid)
 
 static size_t slot_of(const struct codever *cv, pid_t pid, uint64_t code)
 {
-	uint64_t h = (code >> 4) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)pid * 0xC2B2AE3D27D4EB4FULL;
-
-	return (size_t)(h >> 20) & (cv->cap - 1);
+	return (size_t)hash_u64(code ^ (uint64_t)pid << 48) & (cv->cap - 1);
 }
 
 static struct cv_ent *find(struct codever *cv, pid_t pid, uint64_t code)
@@ -252,12 +251,12 @@ static int check(struct codever *cv, struct cv_proc *cp, const uint64_t *codes, 
 		e->version = 0;
 		e->fp = FP_INVALID;
 		/* a live object's reference count is plausible; a freed block holds a pointer */
-		if (!ok[i] || !refcnt || refcnt > UINT32_MAX ||
-		    load(b, l->object_type, 8) != cp->p.code_type)
+		if (!ok[i] || !refcnt || refcnt > UINT32_MAX)
 			continue;
-		e->version = (uint32_t)load(b, cp->p.code_version, 4);
-		e->fp = pw_code_fingerprint((uint32_t)load(b, l->code_firstlineno, 4),
-					    load(b, l->code_filename, 8), load(b, l->code_name, 8));
+		/* the sampler's own check and fingerprint, on the bytes it would have read */
+		e->fp = pw_code_fp_of(&cp->p, b + l->object_type);
+		if (e->fp != FP_INVALID)
+			e->version = (uint32_t)load(b, cp->p.code_version, 4);
 	}
 	return 0;
 }
@@ -267,10 +266,13 @@ static bool proves(const struct cv_ent *e, const struct sample_hdr *h)
 {
 	if (!e->code || e->fp == FP_INVALID)
 		return false;
-	if (e->counter == h->code_epoch && h->code_epoch_end == h->code_epoch)
+	/* code_seen is E whether the walk left code objects unread or not: a walk that read
+	 * them may still copy kept frames that an earlier one left unread; code_epoch_end
+	 * is 0 in it, so only the backward proof serves those */
+	if (e->counter == h->code_seen && h->code_epoch_end == h->code_seen)
 		return true;
 	return e->checked_ns > h->time_ns + h->walk_ns && e->single && e->version &&
-	       e->version < h->code_epoch;
+	       e->version < h->code_seen;
 }
 
 /* Checks the code objects of s's frames (of FP_VERSIONED ones only, if versioned) whose
@@ -311,9 +313,11 @@ void codever_prove(struct codever *cv, struct py_sample *s)
 	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
 	uint32_t total = s->hdr.nframes + s->hdr.ncoro, counter;
 
+	if (!cp)
+		return;
 	if (total > MAX_FRAMES + MAX_CORO_FRAMES)
 		total = MAX_FRAMES + MAX_CORO_FRAMES;
-	if (cp && s->hdr.code_epoch)
+	if (s->hdr.code_seen)
 		check_frames(cv, cp, s, true, &counter);
 	for (uint32_t i = 0; i < total; i++) {
 		struct frame_rec *f = &s->frames[i];
@@ -322,7 +326,7 @@ void codever_prove(struct codever *cv, struct py_sample *s)
 
 		if (f->fp != FP_VERSIONED)
 			continue;
-		e = cp && code && s->hdr.code_epoch ? find(cv, cp->pid, code) : NULL;
+		e = code && s->hdr.code_seen ? find(cv, cp->pid, code) : NULL;
 		if (e && proves(e, &s->hdr)) {
 			f->fp = e->fp;
 			cv->st.proven++;

@@ -26,7 +26,8 @@ int codever_add(struct codever *cv, pid_t pid, const struct py_proc *p);
 void codever_del(struct codever *cv, pid_t pid);
 
 /* Replaces the fp of every FP_VERSIONED frame of s by its code object's fingerprint, or
- * by FP_INVALID where the object at the address now cannot be proven the walk's. */
+ * by FP_INVALID where the object at the address now cannot be proven the walk's. A
+ * record of a process not added is left as it is. */
 void codever_prove(struct codever *cv, struct py_sample *s);
 
 /* After any sample of a process the sampler reads the counter of: when the walk saw the

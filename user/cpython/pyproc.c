@@ -348,6 +348,12 @@ static void find_code_counter(struct inspect *in, struct pyelf *py, struct py_ta
 	}
 	if (described && !t->versions_checked)
 		return;
+	/* what a check tells a code object by */
+	if (!t->proc.code_type) {
+		snprintf(t->code_why, sizeof(t->code_why), "%s has no symbol PyCode_Type",
+			 py->map->path);
+		return;
+	}
 	/* 3.12: a global of the runtime, in .symtab only (stripped builds lack it) */
 	err = mem_read(in->pid, t->proc.runtime + om->runtime_interp_main, &main, sizeof(main));
 	if (err || !main) {

@@ -204,6 +204,20 @@ static const char *btf_path(void)
 /* A record of the largest size handle_record takes */
 #define RECORD_MAX (sizeof(struct py_sample) + sizeof(struct native_hdr) + NATIVE_STACK_MAX)
 
+/* Whether a frame of smp was left unread: all of them in a walk that left code objects
+ * unread, kept ones copied from such a walk in another. */
+static bool versioned(const struct py_sample *smp)
+{
+	uint32_t n = smp->hdr.nframes + smp->hdr.ncoro;
+
+	if (smp->hdr.code_epoch)
+		return true;
+	for (uint32_t i = 0; i < n && i < MAX_FRAMES + MAX_CORO_FRAMES; i++)
+		if (smp->frames[i].fp == FP_VERSIONED)
+			return true;
+	return false;
+}
+
 /* The record with its FP_VERSIONED frames proven (a copy: the ring is read-only), and
  * the counter the walk saw confirmed to the map when it moved. */
 static const struct py_sample *prove(struct sampler *s, const struct py_sample *smp, size_t size)
@@ -212,7 +226,7 @@ static const struct py_sample *prove(struct sampler *s, const struct py_sample *
 	uint32_t confirmed;
 	__u32 key = smp->hdr.pid;
 
-	if (smp->hdr.code_epoch && size <= RECORD_MAX) {
+	if (versioned(smp) && size <= RECORD_MAX) {
 		memcpy(s->proving, smp, size);
 		codever_prove(s->cv, s->proving);
 		smp = s->proving;
@@ -247,9 +261,7 @@ static int handle_record(void *ctx, void *data, size_t size)
 		s->bad_records++;
 		return 0;
 	}
-	if (smp->hdr.code_seen)
-		smp = prove(s, smp, size);
-	s->cb(s->ctx, smp, size);
+	s->cb(s->ctx, prove(s, smp, size), size);
 	return 0;
 }
 

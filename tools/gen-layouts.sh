@@ -51,36 +51,53 @@ if [ -z "$found" ]; then
 	exit 1
 fi
 
-# 3.14+ describe their frames in _Py_DebugOffsets (user/pydebug.c); only their object model
-# is generated, from a distribution's headers: HEADER_TREES lists root directories of
-# installed systems (a debootstrap'd Debian sid with libpython3.X-dev, say).
+# A distribution's headers (HEADER_TREES: root directories of installed systems, a
+# debootstrap'd Debian sid with libpython3.X-dev, say) give the object model of its own
+# micro: 3.14+ describe their frames in _Py_DebugOffsets (user/pydebug.c), so only their
+# object model is generated; 3.13's micros differ from pyenv's 3.13 in the sizes of the
+# runtime's structs (Debian's 3.13.5 and 3.13.18), which the code-version proof checks
+# (pydbg_check_versions), so each tree's 3.13 adds a model of its micro.
 omfound=$found
-for minor in 14 15; do
-	inc=""
+for minor in 13 14 15; do
+	n=0
 	for tree in ${HEADER_TREES:-}; do
-		if [ -f "$tree/usr/include/python3.$minor/internal/pycore_debug_offsets.h" ]; then
-			inc=$tree/usr/include/python3.$minor
-			arch=$tree/usr/include/x86_64-linux-gnu/python3.$minor
-			break
-		fi
+		inc=$tree/usr/include/python3.$minor
+		arch=$tree/usr/include/x86_64-linux-gnu/python3.$minor
+		[ -f "$inc/internal/pycore_debug_offsets.h" ] || [ -f "$inc/internal/pycore_runtime.h" ] || continue
+		n=$((n + 1))
+		out=3.$minor-tree$n
+		# pyconfig.h includes its multiarch twin by a path relative to /usr/include
+		mkdir -p "$tmp/inc-$out/x86_64-linux-gnu"
+		ln -s "$arch" "$tmp/inc-$out/x86_64-linux-gnu/python3.$minor"
+		# the JIT's macros come with the build's flags, not pyconfig.h, and size its structs
+		# (Debian's 3.15: _PyRuntimeState and PyInterpreterState 8 bytes larger)
+		defs=$(cat "$tree/usr/lib/python3.$minor"/_sysconfigdata_*.py 2>/dev/null |
+			grep -o -e '-D_Py_TIER2=[0-9]*' -e '-D_Py_JIT\b' | sort -u | tr '\n' ' ')
+		# shellcheck disable=SC2086 # one word per macro
+		"$cc" -std=gnu11 -Wall -Wextra -Werror -DPy_BUILD_CORE $defs -isystem "$inc" \
+			-isystem "$inc/internal" -isystem "$tmp/inc-$out" -I"$top" -I"$top/user" \
+			"$omsrc" -o "$tmp/genom-$out"
+		"$tmp/genom-$out" >"$tmp/objmodel-$out"
+		# 3.14+: the first tree's only
+		[ "$minor" -eq 13 ] || break
 	done
-	if [ -z "$inc" ]; then
+	if [ "$n" -eq 0 ]; then
 		echo "gen-layouts: no CPython 3.$minor headers under HEADER_TREES, skipped" >&2
 		continue
 	fi
-	# pyconfig.h includes its multiarch twin by a path relative to /usr/include
-	mkdir -p "$tmp/inc-3.$minor/x86_64-linux-gnu"
-	ln -s "$arch" "$tmp/inc-3.$minor/x86_64-linux-gnu/python3.$minor"
-	# the JIT's macros come with the build's flags, not pyconfig.h, and size its structs
-	# (Debian's 3.15: _PyRuntimeState and PyInterpreterState 8 bytes larger)
-	defs=$(cat "$tree/usr/lib/python3.$minor"/_sysconfigdata_*.py 2>/dev/null |
-		grep -o -e '-D_Py_TIER2=[0-9]*' -e '-D_Py_JIT\b' | sort -u | tr '\n' ' ')
-	# shellcheck disable=SC2086 # one word per macro
-	"$cc" -std=gnu11 -Wall -Wextra -Werror -DPy_BUILD_CORE $defs -isystem "$inc" \
-		-isystem "$inc/internal" -isystem "$tmp/inc-3.$minor" -I"$top" -I"$top/user" \
-		"$omsrc" -o "$tmp/genom-3.$minor"
-	"$tmp/genom-3.$minor" >"$tmp/objmodel-3.$minor"
-	omfound="$omfound 3.$minor"
+	if [ "$minor" -eq 13 ]; then
+		# the trees' micros after pyenv's, in order; one already in the table is left out
+		for f in "$tmp"/objmodel-3.13-tree*; do
+			echo "$(grep -o '3\.13\.[0-9]* headers' "$f" | cut -d. -f3 | cut -d' ' -f1) $f"
+		done | sort -n -u -k1,1 >"$tmp/micros"
+		while read -r micro f; do
+			grep -q "3\.13\.$micro headers" "$tmp/objmodel-3.13" ||
+				omfound="$omfound ${f##*/objmodel-}"
+		done <"$tmp/micros"
+	else
+		mv "$tmp/objmodel-3.$minor-tree1" "$tmp/objmodel-3.$minor"
+		omfound="$omfound 3.$minor"
+	fi
 done
 
 {

@@ -1155,6 +1155,42 @@ static void run_target(struct target *tg)
 
 /* ---- the table itself ---- */
 
+/* A distribution's micro has a model of its own (Debian's 3.13.5 and 3.13.18: runtime
+ * structs of other sizes than pyenv's 3.13.0), standing from that micro to the next
+ * model's, with the line's asyncio layout. */
+static void test_find_micros(void)
+{
+	const struct py_objmodel *m0 = py_objmodel_find(0x030d00f0),
+				 *m4 = py_objmodel_find(0x030d04f0),
+				 *m5 = py_objmodel_find(0x030d05f0),
+				 *m17 = py_objmodel_find(0x030d11f0),
+				 *m18 = py_objmodel_find(0x030d12f0),
+				 *m30 = py_objmodel_find(0x030d1ef0);
+
+	if (!m0 || m0 == m30) {
+		SKIP("one object model for 3.13 (no HEADER_TREES when generated)");
+		return;
+	}
+	CHECK(m0 == m4 && m0->py_version == 0x030d00f0, "3.13.4: model %#x",
+	      m4 ? m4->py_version : 0);
+	CHECK(m5 == m17 && m5->py_version == 0x030d05f0 && m5->runtime_size == 283376 &&
+		      m5->interp_size == 194976,
+	      "3.13.5-3.13.17: model %#x runtime %u interp %u", m5 ? m5->py_version : 0,
+	      m5 ? m5->runtime_size : 0, m5 ? m5->interp_size : 0);
+	CHECK(m18 == m30 && m18->py_version == 0x030d12f0 && m18->runtime_size == 283408 &&
+		      m18->interp_size == 194984,
+	      "3.13.18 on: model %#x runtime %u interp %u", m18 ? m18->py_version : 0,
+	      m18 ? m18->runtime_size : 0, m18 ? m18->interp_size : 0);
+	/* the offsets the walk and the proof use are the line's */
+	CHECK(m5->async.task_size == m0->async.task_size &&
+		      m18->async.task_coro == m0->async.task_coro &&
+		      m5->code_version == m0->code_version &&
+		      m18->runtime_interp_main == m0->runtime_interp_main &&
+		      m18->interp_code_counter == m0->interp_code_counter &&
+		      m5->partial_fn == m0->partial_fn,
+	      "3.13 micros: offsets differ from 3.13.0's");
+}
+
 static void test_find(void)
 {
 	const struct py_objmodel *a = py_objmodel_find(0x030a05f0),
@@ -1214,6 +1250,7 @@ static void test_find(void)
 			      m->async.yf_kind && m->async.fut_size && m->partial_fn,
 		      "3.%u: model %#x", minor, m->py_version);
 	}
+	test_find_micros();
 	if (!a || !b) {
 		SKIP("no object model for 3.10");
 		return;

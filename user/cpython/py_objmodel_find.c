@@ -144,42 +144,94 @@ static const struct asyncio_layout asyncio_layouts[] = {
 #define PARTIAL_FN   16
 #define PARTIAL_ARGS 24
 
-static struct py_objmodel models[NLAYOUTS];
-static uint32_t models_since[NLAYOUTS];
+/* models: one per pair of an asyncio layout and a generated model of the same line whose
+ * ranges meet; more than enough for the tables */
+#define MAX_MODELS 64
+static struct py_objmodel models[MAX_MODELS];
+static uint32_t models_since[MAX_MODELS];
 static unsigned int nmodels;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+#define LINE_START(v)  (((v)&0xffff0000u) | 0xf0u)
+#define MICRO_START(v) (((v)&0xffffff00u) | 0xf0u)
+
+/* From which release py_objmodel_gen[j] stands: the line's first model from the line's
+ * start (pyenv's headers, of the newest micro installed), a later one (a distribution's
+ * micro, whose runtime structs may differ in size) from its own micro on. */
+static uint32_t gen_since(unsigned int j)
+{
+	for (unsigned int k = 0; k < j; k++)
+		if (PYV_MINOR_OF(py_objmodel_gen[k].py_version) ==
+		    PYV_MINOR_OF(py_objmodel_gen[j].py_version))
+			return MICRO_START(py_objmodel_gen[j].py_version);
+	return LINE_START(py_objmodel_gen[j].py_version);
+}
+
+/* The release the next model of since's line starts at, or the line's end. */
+static uint32_t gen_until(unsigned int j)
+{
+	for (unsigned int k = j + 1; k < py_objmodel_gen_len; k++)
+		if (PYV_MINOR_OF(py_objmodel_gen[k].py_version) ==
+		    PYV_MINOR_OF(py_objmodel_gen[j].py_version))
+			return gen_since(k);
+	return LINE_START(py_objmodel_gen[j].py_version) + 0x10000u;
+}
+
+static uint32_t asyncio_until(unsigned int i)
+{
+	if (i + 1 < NLAYOUTS &&
+	    PYV_MINOR_OF(asyncio_layouts[i + 1].since) == PYV_MINOR_OF(asyncio_layouts[i].since))
+		return asyncio_layouts[i + 1].since;
+	return LINE_START(asyncio_layouts[i].since) + 0x10000u;
+}
+
+static void add_model(const struct asyncio_layout *a, const struct py_objmodel *gen, uint32_t since)
+{
+	struct py_objmodel *om;
+	unsigned int at = nmodels;
+
+	if (nmodels == MAX_MODELS)
+		return;
+	/* kept in order of since: py_objmodel_find takes the last that starts in time */
+	while (at > 0 && models_since[at - 1] > since) {
+		models[at] = models[at - 1];
+		models_since[at] = models_since[at - 1];
+		at--;
+	}
+	nmodels++;
+	models_since[at] = since;
+	om = &models[at];
+	*om = *gen;
+	om->partial_fn = PARTIAL_FN;
+	om->partial_args = PARTIAL_ARGS;
+	om->async.fut_loop = FUT_LOOP;
+	om->async.fut_callback0 = FUT_CALLBACK0;
+	om->async.fut_callbacks = FUT_CALLBACKS;
+	om->async.fut_state = a->fut_state;
+	om->async.fut_size = a->fut_size;
+	om->async.task_fut_waiter = a->task_fut_waiter;
+	om->async.task_coro = a->task_coro;
+	om->async.task_name = a->task_name;
+	om->async.task_size = a->task_size;
+	om->async.futureiter_future = FUTUREITER_FUTURE;
+	om->async.tuple_items = om->tuple_items;
+	if (a->wakeup_task)
+		om->async.wakeup_task = a->wakeup_task;
+}
+
 static void build(void)
 {
-	const struct asyncio_layout *a;
-	struct py_objmodel *om;
-	unsigned int i, j;
+	for (unsigned int i = 0; i < NLAYOUTS; i++) {
+		const struct asyncio_layout *a = &asyncio_layouts[i];
 
-	for (i = 0; i < NLAYOUTS; i++) {
-		a = &asyncio_layouts[i];
-		for (j = 0; j < py_objmodel_gen_len; j++)
-			if (PYV_MINOR_OF(py_objmodel_gen[j].py_version) == PYV_MINOR_OF(a->since))
-				break;
-		if (j == py_objmodel_gen_len)
-			continue;
-		models_since[nmodels] = a->since;
-		om = &models[nmodels++];
-		*om = py_objmodel_gen[j];
-		om->partial_fn = PARTIAL_FN;
-		om->partial_args = PARTIAL_ARGS;
-		om->async.fut_loop = FUT_LOOP;
-		om->async.fut_callback0 = FUT_CALLBACK0;
-		om->async.fut_callbacks = FUT_CALLBACKS;
-		om->async.fut_state = a->fut_state;
-		om->async.fut_size = a->fut_size;
-		om->async.task_fut_waiter = a->task_fut_waiter;
-		om->async.task_coro = a->task_coro;
-		om->async.task_name = a->task_name;
-		om->async.task_size = a->task_size;
-		om->async.futureiter_future = FUTUREITER_FUTURE;
-		om->async.tuple_items = om->tuple_items;
-		if (a->wakeup_task)
-			om->async.wakeup_task = a->wakeup_task;
+		for (unsigned int j = 0; j < py_objmodel_gen_len; j++) {
+			uint32_t from = gen_since(j), to = gen_until(j);
+
+			if (PYV_MINOR_OF(py_objmodel_gen[j].py_version) != PYV_MINOR_OF(a->since) ||
+			    to <= a->since || from >= asyncio_until(i))
+				continue;
+			add_model(a, &py_objmodel_gen[j], from > a->since ? from : a->since);
+		}
 	}
 }
 

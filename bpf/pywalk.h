@@ -195,6 +195,11 @@ struct pw_scratch {
 	/* PW_CODE_BY_VERSION: the code-version counter as read before the walk, 0 if none
 	 * (last: the other includers' verification does not see their fields move) */
 	__u32 epoch;
+#ifdef PW_STOP_AT_TASK
+	/* the process whose thread walk ends at the caller of the first coroutine of a task
+	 * (0: the walk goes on), and whether it did */
+	__u32 stop_pid, stopped;
+#endif
 };
 
 /* Starts a walk: forgets the last walk's generators and code objects. */
@@ -449,8 +454,28 @@ static PW_INLINE void pw_keep_gen(struct pw_walk *w)
 	s->gen[g & (PW_MAX_GENS - 1)] = w->pend_gen;
 	s->gen_idx[g & (PW_MAX_GENS - 1)] = w->pend_idx;
 	s->ngens = g + 1;
+#ifdef PW_STOP_AT_TASK
+	/* a map lookup, no read: pw_find_running proves the task after the walk, and takes
+	 * the innermost task's coroutine anyway */
+	if (s->stop_pid && pw_coro_task(s->stop_pid, w->pend_gen))
+		s->stopped = 1;
+#endif
 	w->pend_gen = 0;
 }
+
+#ifdef PW_STOP_AT_TASK
+/* The walk ends here, where it would at the thread's base (3.15+'s check). */
+#define PW_STOPPED(w)                                                                              \
+	do {                                                                                       \
+		if ((w)->s->stopped) {                                                             \
+			(w)->at_base = 1;                                                          \
+			(w)->frame = 0;                                                            \
+			return 1;                                                                  \
+		}                                                                                  \
+	} while (0)
+#else
+#define PW_STOPPED(w) ((void)0)
+#endif
 
 static long pw_walk_step(__u32 i, void *ctx)
 {
@@ -501,6 +526,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 			s->nshims++;
 		}
 		pw_keep_gen(w);
+		PW_STOPPED(w);
 		return 0;
 	}
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
@@ -539,6 +565,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 	}
 #endif
 	w->n = n + 1;
+	PW_STOPPED(w);
 	return 0;
 }
 
@@ -554,6 +581,9 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 	s->ngens = 0;
 	s->nshims = 0;
 	s->work_frame = 0;
+#ifdef PW_STOP_AT_TASK
+	s->stopped = 0;
+#endif
 	s->last_code = 0;
 	s->mark = 0;
 	s->steps = 0;

@@ -43,6 +43,7 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 #define PW_KEEP_FRAMES(dst, len, src) bpf_probe_read_kernel(dst, len, src)
 #define PW_WORK_HINTS
 #define PW_CODE_BY_VERSION
+#define PW_STOP_AT_TASK
 
 #include "pywalk.h"
 #define MAPS_WALK
@@ -482,7 +483,11 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	if (!origins_on)
 		return 0;
 
-	if (!walk_thread(rd, p, id, sc, false))
+	/* the site ends at the creator's coroutine: the loop's frames past it are not read */
+	sc->pw.stop_pid = pid;
+	more = walk_thread(rd, p, id, sc, false) != 0;
+	sc->pw.stop_pid = 0;
+	if (!more)
 		return 0;
 	f.r = rd;
 	f.p = p;

@@ -389,6 +389,11 @@ struct task_site {
 	__u64 serial; /* the created task's */
 	__u32 nframes;
 	__u32 more;
+	/* 3.12+, as sample_hdr's: the code-version counter before the walk (0: not read)
+	 * and after it (0: not read, or the code objects were read), and when the walk
+	 * ended; frames of fp FP_VERSIONED had their code objects left unread */
+	__u32 code_seen, code_epoch_end;
+	__u64 end_ns;
 	struct frame_rec frames[SITE_FRAMES];
 };
 
@@ -419,6 +424,8 @@ enum stat_idx {
 	STAT_KEPT_FILLS,     /* ... walked and kept there */
 	STAT_RENAMES,	     /* set_name calls (the task_set_name probe) */
 	STAT_WORK_HINTED,    /* pool links proven from the worker's last (pw_pool_link) */
+	STAT_INIT_WALKS,     /* the creation probe's walks of the creating thread */
+	STAT_INIT_READS,     /* ... their reads of user memory, to the creator found */
 	STAT_MAX,
 };
 

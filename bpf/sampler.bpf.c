@@ -289,11 +289,11 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 		*v += n;
 }
 
-/* Walks the current thread's frames into sc; returns the thread state (0: none).
- * by_version: leave the code objects unread where the counter allows (samples only: a
- * creation site's frames go to a map no one proves). */
+/* Walks the current thread's frames into sc, their code objects left unread where the
+ * counter allows (a sample's proven by the sampler, a creation site's by tasksites.c);
+ * returns the thread state (0: none). */
 static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_proc *p, __u64 id,
-					 struct scratch *sc, bool by_version)
+					 struct scratch *sc)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u64 ts;
@@ -306,9 +306,8 @@ static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_p
 	/* before any frame is read: it dates the code objects the walk meets, the main
 	 * interpreter's (user/cpython/codever.c) */
 	sc->pw.epoch = 0;
-	if (by_version && ts && p->code_counter &&
-	    !pw_read(rd, &sc->interp, 8, ts + p->tstate_interp) && sc->interp == p->main_interp &&
-	    pw_read(rd, &sc->pw.epoch, 4, p->code_counter))
+	if (ts && p->code_counter && !pw_read(rd, &sc->interp, 8, ts + p->tstate_interp) &&
+	    sc->interp == p->main_interp && pw_read(rd, &sc->pw.epoch, 4, p->code_counter))
 		sc->pw.epoch = 0;
 	sc->seen = sc->pw.epoch;
 	if (sc->pw.epoch != p->code_confirmed)
@@ -485,15 +484,22 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 
 	/* the site ends at the creator's coroutine: the loop's frames past it are not read */
 	sc->pw.stop_pid = pid;
-	more = walk_thread(rd, p, id, sc, false) != 0;
+	more = walk_thread(rd, p, id, sc) != 0;
 	sc->pw.stop_pid = 0;
 	if (!more)
 		return 0;
+	sc->site.code_seen = sc->seen;
+	sc->site.code_epoch_end = 0;
+	if (sc->pw.epoch && pw_read(rd, &sc->site.code_epoch_end, 4, p->code_counter))
+		sc->site.code_epoch_end = 0;
+	sc->site.end_ns = bpf_ktime_get_ns();
 	f.r = rd;
 	f.p = p;
 	f.s = &sc->pw;
 	f.pid = pid;
 	pw_find_running(&f);
+	stat_inc(STAT_INIT_WALKS);
+	stat_add(STAT_INIT_READS, rd->pages.reads);
 	if (!f.task || f.task == self)
 		return 0;
 	link.child_serial = id_new.serial;
@@ -670,7 +676,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc->pw.stamp_slot = 0;
 	sc->proc = *proc;
 	p = &sc->proc;
-	walk_thread(rd, p, id, sc, true);
+	walk_thread(rd, p, id, sc);
 	sc->t_frames = bpf_ktime_get_ns();
 	/* from the scratch, not a local: the bounded loops' frames and this program's share
 	 * 512 bytes of stack on 6.1 and 5.10, with none to spare */

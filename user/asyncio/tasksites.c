@@ -7,6 +7,7 @@
 
 #include "hash.h"
 #include "asyncio/tasksites.h"
+#include "cpython/codever.h"
 
 /* Direct-mapped: a site is asked for at each sample of its task while the task lives,
  * and is written once, at the task's creation, so a miss is a map lookup at worst. */
@@ -21,6 +22,7 @@ struct slot {
 
 struct tasksites {
 	int fd;
+	struct codever *cv; /* proves the frames whose code objects were left unread */
 	struct slot *slots;
 	uint64_t absent, replaced; /* lookups that found no site, another task's */
 };
@@ -60,6 +62,31 @@ void tasksites_set_map(struct tasksites *ts, int fd)
 		make_slots(ts);
 }
 
+void tasksites_set_codever(struct tasksites *ts, struct codever *cv)
+{
+	ts->cv = cv;
+}
+
+/* Only a site with FP_VERSIONED frames reaches the prover: the probe leaves code objects
+ * unread only where CPU samples confirmed the counter, and wall mode, whose joins run on
+ * its ticker's thread, takes none. */
+static void prove(struct tasksites *ts, pid_t pid, struct task_site *site)
+{
+	uint32_t n = site->nframes < SITE_FRAMES ? site->nframes : SITE_FRAMES, i = 0;
+
+	while (i < n && site->frames[i].fp != FP_VERSIONED)
+		i++;
+	if (i == n)
+		return;
+	if (ts->cv) {
+		codever_prove_site(ts->cv, pid, site);
+		return;
+	}
+	for (; i < n; i++)
+		if (site->frames[i].fp == FP_VERSIONED)
+			site->frames[i].fp = FP_INVALID;
+}
+
 bool tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr, uint64_t serial,
 		   struct task_site *out)
 {
@@ -81,6 +108,10 @@ bool tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr, uint64_t seri
 			e->found = e->site.serial == serial && e->site.nframes > 0 &&
 				   e->site.nframes <= SITE_FRAMES;
 			ts->replaced += !e->found;
+			/* once, before the site is first shown: the proof's check comes after
+			 * the walk, as the backward proof needs (codever.c) */
+			if (e->found)
+				prove(ts, pid, &e->site);
 		}
 	}
 	if (e->found)

@@ -11,11 +11,16 @@
 #include "bpf/asyncbpf.h"
 
 struct tasksites;
+struct codever;
 
 struct tasksites *tasksites_new(void);
 void tasksites_free(struct tasksites *ts);
 /* The sampler's task_sites map (its fd); -1 (the default): no sites known. */
 void tasksites_set_map(struct tasksites *ts, int fd);
+/* What proves a site's frames whose code objects the probe left unread (3.12+): the
+ * sampler's, used on the thread that drains it. NULL (the default): they are shown
+ * [unknown]. */
+void tasksites_set_codever(struct tasksites *ts, struct codever *cv);
 /* Copies to out the creation site of the task at addr in pid that is numbered serial;
  * false if unknown. A copy: the next lookup may reuse the cache's slot. */
 bool tasksites_get(struct tasksites *ts, pid_t pid, uint64_t addr, uint64_t serial,

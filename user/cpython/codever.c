@@ -5,7 +5,9 @@
  * (Objects/codeobject.c, init_code; at 0 once it overflowed, where it stays): a global in
  * 3.12, the interpreter's func_state.next_version from 3.13. On a thread of the main
  * interpreter the CPU sampler reads that counter before it reads any frame (E) and after
- * its last read (E2, at time_ns + walk_ns = T). The frame's code object X was alive when
+ * its last read (E2, at time_ns + walk_ns = T); the creation probe does the same for a
+ * creation site's frames (task_site: code_seen, code_epoch_end, end_ns), proven when the
+ * site is first looked up (asyncio/tasksites.c). The frame's code object X was alive when
  * the walk read the frame, between the two. A check here reads the counter (C), then the
  * object at the address (Z, with its co_version v), then _PyRuntime.interpreters.next_id.
  *
@@ -261,40 +263,49 @@ static int check(struct codever *cv, struct cv_proc *cp, const uint64_t *codes, 
 	return 0;
 }
 
-/* Whether e's check proves the frame of a sample (the argument at the top). */
-static bool proves(const struct cv_ent *e, const struct sample_hdr *h)
+/* What a walk saw of the counter, and when it ended (the argument at the top). */
+struct cv_walk {
+	uint32_t seen, end; /* E, E2 (0: not read) */
+	uint64_t end_ns;    /* T */
+};
+
+static struct cv_walk walk_of(const struct sample_hdr *h)
+{
+	return (struct cv_walk){ .seen = h->code_seen,
+				 .end = h->code_epoch_end,
+				 .end_ns = h->time_ns + h->walk_ns };
+}
+
+/* Whether e's check proves a frame of walk w (the argument at the top). */
+static bool proves(const struct cv_ent *e, const struct cv_walk *w)
 {
 	if (!e->code || e->fp == FP_INVALID)
 		return false;
-	/* code_seen is E whether the walk left code objects unread or not: a walk that read
-	 * them may still copy kept frames that an earlier one left unread; code_epoch_end
-	 * is 0 in it, so only the backward proof serves those */
-	if (e->counter == h->code_seen && h->code_epoch_end == h->code_seen)
+	/* seen is E whether the walk left code objects unread or not: a walk that read
+	 * them may still copy kept frames that an earlier one left unread; end is 0 in it,
+	 * so only the backward proof serves those */
+	if (e->counter == w->seen && w->end == w->seen)
 		return true;
-	return e->checked_ns > h->time_ns + h->walk_ns && e->single && e->version &&
-	       e->version < h->code_seen;
+	return e->checked_ns > w->end_ns && e->single && e->version && e->version < w->seen;
 }
 
-/* Checks the code objects of s's frames (of FP_VERSIONED ones only, if versioned) whose
- * entries do not prove them, CV_BATCH at a time; the counter of the last check in *counter.
- * 0, or -1 when a check failed. */
-static int check_frames(struct codever *cv, struct cv_proc *cp, const struct py_sample *s,
-			bool versioned, uint32_t *counter)
+/* Checks the code objects of frames[0..total) (of FP_VERSIONED ones only, if versioned)
+ * whose entries do not prove them, CV_BATCH at a time; the counter of the last check in
+ * *counter. 0, or -1 when a check failed. */
+static int check_frames(struct codever *cv, struct cv_proc *cp, const struct frame_rec *frames,
+			uint32_t total, const struct cv_walk *w, bool versioned, uint32_t *counter)
 {
-	uint32_t total = s->hdr.nframes + s->hdr.ncoro;
 	uint64_t codes[CV_BATCH];
 	size_t n = 0;
 	int err = 0;
 
-	if (total > MAX_FRAMES + MAX_CORO_FRAMES)
-		total = MAX_FRAMES + MAX_CORO_FRAMES;
 	for (uint32_t i = 0; i < total && !err; i++) {
-		const struct frame_rec *f = &s->frames[i];
+		const struct frame_rec *f = &frames[i];
 		uint64_t code = FRAME_CODE(f);
 		bool queued = false;
 
-		if (!code || (versioned &&
-			      (f->fp != FP_VERSIONED || proves(find(cv, cp->pid, code), &s->hdr))))
+		if (!code ||
+		    (versioned && (f->fp != FP_VERSIONED || proves(find(cv, cp->pid, code), w))))
 			continue;
 		for (size_t k = 0; k < n && !queued; k++)
 			queued = codes[k] == code;
@@ -308,26 +319,24 @@ static int check_frames(struct codever *cv, struct cv_proc *cp, const struct py_
 	return err || !n ? err : check(cv, cp, codes, n, counter);
 }
 
-void codever_prove(struct codever *cv, struct py_sample *s)
+/* Gives each FP_VERSIONED frame of frames[0..total) its fingerprint, or FP_INVALID. */
+static void prove_frames(struct codever *cv, pid_t pid, struct frame_rec *frames, uint32_t total,
+			 const struct cv_walk *w)
 {
-	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
-	uint32_t total = s->hdr.nframes + s->hdr.ncoro, counter;
+	struct cv_proc *cp = proc_of(cv, pid);
+	uint32_t counter;
 
-	if (!cp)
-		return;
-	if (total > MAX_FRAMES + MAX_CORO_FRAMES)
-		total = MAX_FRAMES + MAX_CORO_FRAMES;
-	if (s->hdr.code_seen)
-		check_frames(cv, cp, s, true, &counter);
+	if (cp && w->seen)
+		check_frames(cv, cp, frames, total, w, true, &counter);
 	for (uint32_t i = 0; i < total; i++) {
-		struct frame_rec *f = &s->frames[i];
+		struct frame_rec *f = &frames[i];
 		uint64_t code = FRAME_CODE(f);
 		const struct cv_ent *e;
 
 		if (f->fp != FP_VERSIONED)
 			continue;
-		e = code && s->hdr.code_seen ? find(cv, cp->pid, code) : NULL;
-		if (e && proves(e, &s->hdr)) {
+		e = cp && code && w->seen ? find(cv, pid, code) : NULL;
+		if (e && proves(e, w)) {
 			f->fp = e->fp;
 			cv->st.proven++;
 		} else {
@@ -337,17 +346,44 @@ void codever_prove(struct codever *cv, struct py_sample *s)
 	}
 }
 
+static uint32_t frames_of(const struct py_sample *s)
+{
+	uint32_t total = s->hdr.nframes + s->hdr.ncoro;
+
+	return total > MAX_FRAMES + MAX_CORO_FRAMES ? MAX_FRAMES + MAX_CORO_FRAMES : total;
+}
+
+void codever_prove(struct codever *cv, struct py_sample *s)
+{
+	struct cv_walk w = walk_of(&s->hdr);
+
+	if (proc_of(cv, s->hdr.pid))
+		prove_frames(cv, s->hdr.pid, s->frames, frames_of(s), &w);
+}
+
+void codever_prove_site(struct codever *cv, pid_t pid, struct task_site *site)
+{
+	struct cv_walk w = { .seen = site->code_seen,
+			     .end = site->code_epoch_end,
+			     .end_ns = site->end_ns };
+
+	prove_frames(cv, pid, site->frames,
+		     site->nframes < SITE_FRAMES ? site->nframes : SITE_FRAMES, &w);
+}
+
 int codever_confirm(struct codever *cv, const struct py_sample *s, uint32_t *confirmed)
 {
 	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
 	uint64_t now = mono_ns();
 	uint32_t counter = 0;
+	struct cv_walk w;
 
 	if (!cp || cp->gone || !s->hdr.code_seen || s->hdr.code_seen == cp->confirmed ||
 	    now - cp->confirmed_ns < CV_CONFIRM_NS)
 		return 0;
 	cp->confirmed_ns = now;
-	if (check_frames(cv, cp, s, false, &counter) || !counter)
+	w = walk_of(&s->hdr);
+	if (check_frames(cv, cp, s->frames, frames_of(s), &w, false, &counter) || !counter)
 		return 0;
 	cp->confirmed = counter;
 	*confirmed = counter;

@@ -30,6 +30,10 @@ void codever_del(struct codever *cv, pid_t pid);
  * record of a process not added is left as it is. */
 void codever_prove(struct codever *cv, struct py_sample *s);
 
+/* The same for the frames of a creation site (task_sites), which the creation probe
+ * walks as the sampler does: FP_VERSIONED ones of a process not added become FP_INVALID. */
+void codever_prove_site(struct codever *cv, pid_t pid, struct task_site *site);
+
 /* After any sample of a process the sampler reads the counter of: when the walk saw the
  * counter at another value than the one confirmed, checks the sample's code objects (not
  * more often than every few milliseconds a process) and returns 1 with the counter's

@@ -217,6 +217,13 @@ static void bpf_print_stats(void *r, FILE *f, const struct reader_report *rep)
 	fprintf(f, "samples in asyncio tasks: %llu\n", (unsigned long long)st.stat[STAT_TASK]);
 	fprintf(f, "tasks created: %llu\n", (unsigned long long)st.stat[STAT_TASK_CREATED]);
 	fprintf(f,
+		"creation probe reads per walk: %.1f (%llu walks of the creating thread down to "
+		"its creator)\n",
+		st.stat[STAT_INIT_WALKS]
+			? (double)st.stat[STAT_INIT_READS] / (double)st.stat[STAT_INIT_WALKS]
+			: 0.0,
+		(unsigned long long)st.stat[STAT_INIT_WALKS]);
+	fprintf(f,
 		"task renames: %llu seen; %llu processes' renames not watched (their task names "
 		"copied at every sample)\n",
 		(unsigned long long)st.stat[STAT_RENAMES],
@@ -299,6 +306,7 @@ int reader_bpf_init(struct reader *rd, const struct reader_opts *o, char *why, s
 	br->tr = rd->tracker = tracker_new_ops(&sampler_taskmaps_ops, br->s);
 	tasknames_set_map(o->jn->names, sampler_map_fd(br->s, "task_names"));
 	tasksites_set_map(o->jn->sites, sampler_map_fd(br->s, "task_sites"));
+	tasksites_set_codever(o->jn->sites, sampler_codever(br->s));
 	if (!br->tr) {
 		snprintf(why, len, "out of memory");
 		goto fail;

@@ -762,6 +762,11 @@ int sampler_read_stats(struct sampler *s, struct sampler_stats *st)
 	return 0;
 }
 
+struct codever *sampler_codever(struct sampler *s)
+{
+	return s->cv;
+}
+
 int sampler_map_fd(struct sampler *s, const char *name)
 {
 	struct bpf_map *m = bpf_object__find_map_by_name(s->o.obj, name);

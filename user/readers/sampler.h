@@ -96,6 +96,9 @@ void sampler_count_unwatched(struct sampler *s);
 /* The fd of one of the BPF object's maps by name (for another object to share it: the
  * lifecycle tracepoints, the wall-clock iterator), -ENOENT if there is none. */
 int sampler_map_fd(struct sampler *s, const char *name);
+/* The prover of the records' frames whose code objects were left unread (codever.h), for
+ * the creation sites' (tasksites.h): used on the thread that polls. */
+struct codever *sampler_codever(struct sampler *s);
 
 /* Delivers pending records to the callback, waiting up to timeout_ms; -errno on error. */
 int sampler_poll(struct sampler *s, int timeout_ms);

@@ -43,7 +43,13 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 #define PW_KEEP_FRAMES(dst, len, src) bpf_probe_read_kernel(dst, len, src)
 #define PW_WORK_HINTS
 #define PW_CODE_BY_VERSION
+/* not in 5.10's unrolled walk, where sample_cpu's copy of the check is rejected */
+#ifndef PW_BOUNDED_LOOPS
 #define PW_STOP_AT_TASK
+#define STOP_AT_TASK(sc, pid) ((sc)->pw.stop_pid = (pid))
+#else
+#define STOP_AT_TASK(sc, pid) ((void)0)
+#endif
 
 #include "pywalk.h"
 #define MAPS_WALK
@@ -483,9 +489,9 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 		return 0;
 
 	/* the site ends at the creator's coroutine: the loop's frames past it are not read */
-	sc->pw.stop_pid = pid;
+	STOP_AT_TASK(sc, pid);
 	more = walk_thread(rd, p, id, sc) != 0;
-	sc->pw.stop_pid = 0;
+	STOP_AT_TASK(sc, 0);
 	if (!more)
 		return 0;
 	sc->site.code_seen = sc->seen;
@@ -521,9 +527,14 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	sc->site.more = more;
 	__builtin_memcpy(sc->site.frames, sc->s.frames, sizeof(sc->site.frames));
 	if (more)
-		for (__u32 k = 0; k < SITE_OUTER; k++)
-			sc->site.frames[SITE_FRAMES - 1 - k] =
-				sc->s.frames[(f.idx - k) & (MAX_FRAMES - 1)];
+		for (__u32 k = 0; k < SITE_OUTER; k++) {
+			/* masked in asm: clang drops a plain mask it can prove, which the
+			 * bounded-loop build's verifier then misses */
+			__u32 at = f.idx - k;
+
+			PW_MASK(at, MAX_FRAMES - 1);
+			sc->site.frames[SITE_FRAMES - 1 - k] = sc->s.frames[at];
+		}
 	sc->site_key.pid = pid;
 	sc->site_key.pad = 0;
 	sc->site_key.task = self;

@@ -319,11 +319,11 @@ static int check_frames(struct codever *cv, struct cv_proc *cp, const struct fra
 	return err || !n ? err : check(cv, cp, codes, n, counter);
 }
 
-/* Gives each FP_VERSIONED frame of frames[0..total) its fingerprint, or FP_INVALID. */
-static void prove_frames(struct codever *cv, pid_t pid, struct frame_rec *frames, uint32_t total,
-			 const struct cv_walk *w)
+/* Gives each FP_VERSIONED frame of frames[0..total) its fingerprint, or FP_INVALID (all
+ * of them where cp, the process, is not known). */
+static void prove_frames(struct codever *cv, struct cv_proc *cp, struct frame_rec *frames,
+			 uint32_t total, const struct cv_walk *w)
 {
-	struct cv_proc *cp = proc_of(cv, pid);
 	uint32_t counter;
 
 	if (cp && w->seen)
@@ -335,7 +335,7 @@ static void prove_frames(struct codever *cv, pid_t pid, struct frame_rec *frames
 
 		if (f->fp != FP_VERSIONED)
 			continue;
-		e = cp && code && w->seen ? find(cv, pid, code) : NULL;
+		e = cp && code && w->seen ? find(cv, cp->pid, code) : NULL;
 		if (e && proves(e, w)) {
 			f->fp = e->fp;
 			cv->st.proven++;
@@ -355,10 +355,12 @@ static uint32_t frames_of(const struct py_sample *s)
 
 void codever_prove(struct codever *cv, struct py_sample *s)
 {
+	struct cv_proc *cp = proc_of(cv, s->hdr.pid);
 	struct cv_walk w = walk_of(&s->hdr);
 
-	if (proc_of(cv, s->hdr.pid))
-		prove_frames(cv, s->hdr.pid, s->frames, frames_of(s), &w);
+	/* a record of a process not added is left as it is */
+	if (cp)
+		prove_frames(cv, cp, s->frames, frames_of(s), &w);
 }
 
 void codever_prove_site(struct codever *cv, pid_t pid, struct task_site *site)
@@ -367,7 +369,7 @@ void codever_prove_site(struct codever *cv, pid_t pid, struct task_site *site)
 			     .end = site->code_epoch_end,
 			     .end_ns = site->end_ns };
 
-	prove_frames(cv, pid, site->frames,
+	prove_frames(cv, proc_of(cv, pid), site->frames,
 		     site->nframes < SITE_FRAMES ? site->nframes : SITE_FRAMES, &w);
 }
 

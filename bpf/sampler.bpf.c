@@ -488,7 +488,9 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	if (!origins_on)
 		return 0;
 
-	/* the site ends at the creator's coroutine: the loop's frames past it are not read */
+	/* the site ends at the creator's coroutine: the loop's frames past it are not read.
+	 * more holds whether a thread was walked until it counts the site's frames: 5.10
+	 * and 6.1 have no stack to spare for a variable of its own */
 	STOP_AT_TASK(sc, pid);
 	more = walk_thread(rd, p, id, sc) != 0;
 	STOP_AT_TASK(sc, 0);

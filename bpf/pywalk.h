@@ -196,8 +196,8 @@ struct pw_scratch {
 	 * (last: the other includers' verification does not see their fields move) */
 	__u32 epoch;
 #ifdef PW_STOP_AT_TASK
-	/* the process whose thread walk ends at the caller of the first coroutine of a task
-	 * (0: the walk goes on), and whether it did */
+	/* the process of a walk that ends at the caller of the first coroutine of a task
+	 * (pw_walk_thread_of's stop), and whether it did */
 	__u32 stop_pid, stopped;
 #endif
 };
@@ -444,7 +444,7 @@ struct pw_walk {
  * through a shim) can be a task's coroutine. Those are kept for pw_find_running, the
  * outermost PW_MAX_GENS, so that it looks up one or two per sample, not every
  * coroutine of a deep chain. */
-static PW_INLINE void pw_keep_gen(struct pw_walk *w)
+static PW_INLINE void pw_keep_gen(struct pw_walk *w, int stop)
 {
 	struct pw_scratch *s = w->s;
 	__u32 g = s->ngens;
@@ -457,36 +457,40 @@ static PW_INLINE void pw_keep_gen(struct pw_walk *w)
 #ifdef PW_STOP_AT_TASK
 	/* a map lookup, no read: pw_find_running proves the task after the walk, and takes
 	 * the innermost task's coroutine anyway */
-	if (s->stop_pid && pw_coro_task(s->stop_pid, w->pend_gen))
+	if (stop && pw_coro_task(s->stop_pid, w->pend_gen))
 		s->stopped = 1;
+#else
+	(void)stop;
 #endif
 	w->pend_gen = 0;
 }
 
 #ifdef PW_STOP_AT_TASK
 /* The walk ends here, where it would at the thread's base (3.15+'s check). */
-#define PW_STOPPED(w)                                                                              \
+#define PW_STOPPED(w, stop)                                                                        \
 	do {                                                                                       \
-		if ((w)->s->stopped) {                                                             \
+		if ((stop) && (w)->s->stopped) {                                                   \
 			(w)->at_base = 1;                                                          \
 			(w)->frame = 0;                                                            \
 			return 1;                                                                  \
 		}                                                                                  \
 	} while (0)
 #else
-#define PW_STOPPED(w) ((void)0)
+#define PW_STOPPED(w, stop) ((void)0)
 #endif
 
-static long pw_walk_step(__u32 i, void *ctx)
+/* One frame of a thread walk. stop, a constant at each caller: the walk ends at a task's
+ * coroutine (the creation probe's). A check at run time in the one callback made 7.2's
+ * verifier follow both ends of it at every step of sample_cpu too (its instructions
+ * doubled), so each kind of walk has a callback of its own. */
+static __always_inline long pw_walk_step_of(struct pw_walk *w, int stop)
 {
-	struct pw_walk *w = ctx;
 	const struct py_layout *l = &w->p->layout;
 	struct pw_scratch *s = w->s;
 	__u32 len = l->frame_read, n = w->n;
 	__u64 code, cur = w->frame, gen = 0;
 	const __u8 *f;
 
-	(void)i;
 	PW_FORGET(n, s->forget);
 	if (!cur || n >= MAX_FRAMES)
 		return 1;
@@ -525,8 +529,8 @@ static long pw_walk_step(__u32 i, void *ctx)
 			s->shim_at[s->nshims & (NATIVE_MAX_SHIMS - 1)] = n;
 			s->nshims++;
 		}
-		pw_keep_gen(w);
-		PW_STOPPED(w);
+		pw_keep_gen(w, stop);
+		PW_STOPPED(w, stop);
 		return 0;
 	}
 	if (l->frame_kind == PY_FRAMES_OBJECT) {
@@ -539,7 +543,7 @@ static long pw_walk_step(__u32 i, void *ctx)
 		w->pend_gen = gen;
 		w->pend_idx = n;
 	} else {
-		pw_keep_gen(w);
+		pw_keep_gen(w, stop);
 	}
 	/* n < MAX_FRAMES, masked again where 5.10's verifier sees it: it loses the bound
 	 * through the register copies clang makes around the base check */
@@ -565,16 +569,30 @@ static long pw_walk_step(__u32 i, void *ctx)
 	}
 #endif
 	w->n = n + 1;
-	PW_STOPPED(w);
+	PW_STOPPED(w, stop);
 	return 0;
 }
+
+static long pw_walk_step(__u32 i, void *ctx)
+{
+	(void)i;
+	return pw_walk_step_of(ctx, 0);
+}
+
+#ifdef PW_STOP_AT_TASK
+static long pw_walk_step_stop(__u32 i, void *ctx)
+{
+	(void)i;
+	return pw_walk_step_of(ctx, 1);
+}
+#endif
 
 /* Walks outward from frame, innermost first, into out[0..MAX_FRAMES). Returns the number
  * of frames recorded; *flags gets SAMPLE_TRUNCATED or SAMPLE_READ_ERR. base (3.15+, else
  * 0) is the thread state's base frame: a walk that ends anywhere else was torn. */
-static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc *p, __u64 frame,
-				      __u64 base, struct frame_rec *out, struct pw_scratch *s,
-				      __u32 *flags)
+static PW_INLINE __u32 pw_walk_frames_of(struct pw_reader *r, const struct py_proc *p, __u64 frame,
+					 __u64 base, struct frame_rec *out, struct pw_scratch *s,
+					 __u32 *flags, int stop)
 {
 	struct pw_walk w = { .r = r, .p = p, .out = out, .s = s, .frame = frame, .base = base };
 
@@ -594,14 +612,26 @@ static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc 
 	PW_FORGET(w.pend_idx, s->forget);
 	PW_FORGET(w.at_base, s->forget);
 	PW_FORGET(w.flags, s->forget);
-	PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
-	pw_keep_gen(&w);
+#ifdef PW_STOP_AT_TASK
+	if (stop)
+		PW_LOOP(PW_MAX_STEPS, pw_walk_step_stop, &w);
+	else
+#endif
+		PW_LOOP(PW_MAX_STEPS, pw_walk_step, &w);
+	pw_keep_gen(&w, stop);
 	if (w.frame)
 		w.flags |= SAMPLE_TRUNCATED;
 	else if (base && frame && !w.at_base)
 		w.flags |= SAMPLE_READ_ERR;
 	*flags |= w.flags;
 	return w.n;
+}
+
+static PW_INLINE __u32 pw_walk_frames(struct pw_reader *r, const struct py_proc *p, __u64 frame,
+				      __u64 base, struct frame_rec *out, struct pw_scratch *s,
+				      __u32 *flags)
+{
+	return pw_walk_frames_of(r, p, frame, base, out, s, flags, 0);
 }
 
 /* The base frame of thread state ts (tstate->base_frame points to one embedded in
@@ -871,9 +901,11 @@ static PW_INLINE __u32 pw_walk_coro(struct pw_reader *r, const struct py_proc *p
 }
 
 /* A thread's frames from its thread state ts (0: none) into smp; the generator frames
- * seen are left in s for pw_walk_tasks. Returns the innermost frame (0: none). */
-static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc *p, __u64 ts,
-				      struct py_sample *smp, struct pw_scratch *s)
+ * seen are left in s for pw_walk_tasks. Returns the innermost frame (0: none). stop (a
+ * constant; PW_STOP_AT_TASK): the walk ends at the caller of the first coroutine of a
+ * task of process s->stop_pid. */
+static PW_INLINE __u64 pw_walk_thread_of(struct pw_reader *r, const struct py_proc *p, __u64 ts,
+					 struct py_sample *smp, struct pw_scratch *s, int stop)
 {
 	__u64 frame = 0;
 	__u32 flags = 0, n = 0;
@@ -884,12 +916,18 @@ static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc 
 	else if (pw_current_frame(r, &p->layout, ts, &frame))
 		flags |= SAMPLE_READ_ERR;
 	else
-		n = pw_walk_frames(r, p, frame, pw_base_frame(r, &p->layout, ts), smp->frames, s,
-				   &flags);
+		n = pw_walk_frames_of(r, p, frame, pw_base_frame(r, &p->layout, ts), smp->frames, s,
+				      &flags, stop);
 	smp->hdr.tstate = ts;
 	smp->hdr.nframes = n;
 	smp->hdr.flags = flags;
 	return frame;
+}
+
+static PW_INLINE __u64 pw_walk_thread(struct pw_reader *r, const struct py_proc *p, __u64 ts,
+				      struct py_sample *smp, struct pw_scratch *s)
+{
+	return pw_walk_thread_of(r, p, ts, smp, s, 0);
 }
 
 /* Copies a task's name (a short ASCII str, or 3.12+'s number of an unnamed task) into

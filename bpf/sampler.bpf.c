@@ -46,9 +46,6 @@ static __always_inline const struct task_link *pw_task_link(__u32 pid, __u64 tas
 /* not in 5.10's unrolled walk, where sample_cpu's copy of the check is rejected */
 #ifndef PW_BOUNDED_LOOPS
 #define PW_STOP_AT_TASK
-#define STOP_AT_TASK(sc, pid) ((sc)->pw.stop_pid = (pid))
-#else
-#define STOP_AT_TASK(sc, pid) ((void)0)
 #endif
 
 #include "pywalk.h"
@@ -297,9 +294,10 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 
 /* Walks the current thread's frames into sc, their code objects left unread where the
  * counter allows (a sample's proven by the sampler, a creation site's by tasksites.c);
- * returns the thread state (0: none). */
+ * returns the thread state (0: none). to_task (a constant): the walk ends at the
+ * coroutine of a task of process pid (the creation probe's). */
 static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_proc *p, __u64 id,
-					 struct scratch *sc)
+					 struct scratch *sc, int to_task)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	__u64 ts;
@@ -321,8 +319,12 @@ static __always_inline __u64 walk_thread(struct pw_reader *rd, const struct py_p
 	sc->t_tstate = bpf_ktime_get_ns();
 	if (sc->looked_up)
 		stat_inc(STAT_TSTATE_LOOKUP);
+#ifdef PW_STOP_AT_TASK
+	if (to_task)
+		sc->pw.stop_pid = id >> 32;
+#endif
 	/* an idle state (see pw_find_match) may be a subinterpreter's: look again */
-	if (!pw_walk_thread(rd, p, ts, &sc->s, &sc->pw) && ts &&
+	if (!pw_walk_thread_of(rd, p, ts, &sc->s, &sc->pw, to_task) && ts &&
 	    !(sc->s.hdr.flags & SAMPLE_READ_ERR))
 		bpf_map_delete_elem(&tstates, &id);
 	return ts;
@@ -491,9 +493,7 @@ int BPF_KPROBE(task_init, __u64 self, __u64 args)
 	/* the site ends at the creator's coroutine: the loop's frames past it are not read.
 	 * more holds whether a thread was walked until it counts the site's frames: 5.10
 	 * and 6.1 have no stack to spare for a variable of its own */
-	STOP_AT_TASK(sc, pid);
-	more = walk_thread(rd, p, id, sc) != 0;
-	STOP_AT_TASK(sc, 0);
+	more = walk_thread(rd, p, id, sc, 1) != 0;
 	if (!more)
 		return 0;
 	sc->site.code_seen = sc->seen;
@@ -689,7 +689,7 @@ int sample_cpu(struct bpf_perf_event_data *ctx)
 	sc->pw.stamp_slot = 0;
 	sc->proc = *proc;
 	p = &sc->proc;
-	walk_thread(rd, p, id, sc);
+	walk_thread(rd, p, id, sc, 0);
 	sc->t_frames = bpf_ktime_get_ns();
 	/* from the scratch, not a local: the bounded loops' frames and this program's share
 	 * 512 bytes of stack on 6.1 and 5.10, with none to spare */

@@ -291,12 +291,17 @@ struct task_rec {
 	char name[TASK_NAME_LEN];
 };
 
-/* Built in per-CPU scratch, sent up to the last frame used. */
+/* Built in per-CPU scratch. The CPU sampler's ring record (SAMPLE_REC) is packed: the
+ * header, hdr.ntasks tasks, then hdr.nframes + hdr.ncoro frames (then a native part);
+ * userspace unpacks it into this struct (user/readers/sampler.c). */
 struct py_sample {
 	struct sample_hdr hdr;
 	struct task_rec tasks[MAX_TASKS];
 	struct frame_rec frames[MAX_FRAMES + MAX_CORO_FRAMES];
 };
+#define SAMPLE_REC(ntasks, nframes)                                                                \
+	(offsetof(struct py_sample, tasks) + (ntasks) * sizeof(struct task_rec) +                  \
+	 (nframes) * sizeof(struct frame_rec))
 
 /* A suspended awaiter's coroutine frames, as walked while it awaited the task waiter: its
  * frames still while it awaits that same task, pending (bpf/pywalk.h, pw_kept). Keyed by

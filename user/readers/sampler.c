@@ -77,9 +77,9 @@ struct sampler {
 	void *ctx;
 	bool no_cpu_samples, no_task_init, task_lives;
 	uint64_t bad_records, renames_unwatched;
-	/* frames whose code objects the walk left unread, proven in a copy of the record */
+	/* frames whose code objects the walk left unread, proven in the unpacked record */
 	struct codever *cv;
-	void *proving;
+	struct py_sample *unpacked; /* RECORD_MAX bytes */
 	unsigned int freq;
 };
 
@@ -218,50 +218,56 @@ static bool versioned(const struct py_sample *smp)
 	return false;
 }
 
-/* The record with its FP_VERSIONED frames proven (a copy: the ring is read-only), and
- * the counter the walk saw confirmed to the map when it moved. */
-static const struct py_sample *prove(struct sampler *s, const struct py_sample *smp, size_t size)
+/* The record's FP_VERSIONED frames proven, and the counter the walk saw confirmed to
+ * the map when it moved. */
+static void prove(struct sampler *s, struct py_sample *smp)
 {
 	struct py_proc p;
 	uint32_t confirmed;
 	__u32 key = smp->hdr.pid;
 
-	if (versioned(smp) && size <= RECORD_MAX) {
-		memcpy(s->proving, smp, size);
-		codever_prove(s->cv, s->proving);
-		smp = s->proving;
-	}
+	if (versioned(smp))
+		codever_prove(s->cv, smp);
 	if (codever_confirm(s->cv, smp, &confirmed) &&
 	    !bpf_map__lookup_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), 0)) {
 		p.code_confirmed = confirmed;
 		bpf_map__update_elem(s->o.maps.procs, &key, sizeof(key), &p, sizeof(p), BPF_EXIST);
 	}
-	return smp;
 }
 
+/* A packed record (SAMPLE_REC, then a native part with SAMPLE_NATIVE) unpacked into
+ * s->unpacked as a struct py_sample with its native part after the frames. */
 static int handle_record(void *ctx, void *data, size_t size)
 {
 	struct sampler *s = ctx;
-	const struct py_sample *smp = data;
-	/* the frames end the sample; a native part (SAMPLE_NATIVE) follows them */
-	size_t used = offsetof(struct py_sample, frames);
+	struct py_sample *smp = s->unpacked;
+	const struct sample_hdr *h = data;
+	size_t used, tasks, frames, native = 0;
 	const struct native_hdr *n;
 
-	if (size >= used)
-		used += (smp->hdr.nframes + smp->hdr.ncoro) * sizeof(struct frame_rec);
-	if (size < used || smp->hdr.nframes > MAX_FRAMES || smp->hdr.ncoro > MAX_CORO_FRAMES ||
-	    smp->hdr.ntasks > MAX_TASKS) {
+	if (size < sizeof(*h) || h->nframes > MAX_FRAMES || h->ncoro > MAX_CORO_FRAMES ||
+	    h->ntasks > MAX_TASKS || size < SAMPLE_REC(h->ntasks, h->nframes + h->ncoro)) {
 		s->bad_records++;
 		return 0;
 	}
+	used = SAMPLE_REC(h->ntasks, h->nframes + h->ncoro);
 	n = (const void *)((const char *)data + used);
-	if (smp->hdr.flags & SAMPLE_NATIVE &&
+	if (h->flags & SAMPLE_NATIVE &&
 	    (size < used + sizeof(*n) || n->stack_len > NATIVE_STACK_MAX ||
 	     size < used + sizeof(*n) + n->stack_len)) {
 		s->bad_records++;
 		return 0;
 	}
-	s->cb(s->ctx, prove(s, smp, size), size);
+	if (h->flags & SAMPLE_NATIVE)
+		native = sizeof(*n) + n->stack_len;
+	tasks = h->ntasks * sizeof(struct task_rec);
+	frames = (h->nframes + h->ncoro) * sizeof(struct frame_rec);
+	memcpy(smp, data, offsetof(struct py_sample, tasks) + tasks);
+	memcpy(smp->frames, (const char *)data + offsetof(struct py_sample, tasks) + tasks, frames);
+	/* the native part after the frames, where native_of finds it */
+	memcpy((char *)smp->frames + frames, n, native);
+	prove(s, smp);
+	s->cb(s->ctx, smp, offsetof(struct py_sample, frames) + frames + native);
 	return 0;
 }
 
@@ -390,9 +396,9 @@ enum sampler_err sampler_open(struct sampler **out, const struct sampler_opts *o
 	s = calloc(1, sizeof(*s));
 	if (s) {
 		s->cv = codever_new();
-		s->proving = malloc(RECORD_MAX);
+		s->unpacked = malloc(RECORD_MAX);
 	}
-	if (!s || !s->cv || !s->proving) {
+	if (!s || !s->cv || !s->unpacked) {
 		if (s) {
 			codever_free(s->cv);
 			free(s);
@@ -521,7 +527,7 @@ void sampler_close(struct sampler *s)
 	if (s->stats_fd >= 0)
 		close(s->stats_fd);
 	codever_free(s->cv);
-	free(s->proving);
+	free(s->unpacked);
 	free(s);
 }
 

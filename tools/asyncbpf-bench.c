@@ -147,6 +147,9 @@ static void set_overlaps(struct bench_report *r, struct profiles *p)
 		r->pair_overlap[f][0] = profile_overlap(b->prof, m->prof);
 		r->pair_overlap[f][1] = profile_overlap(b->prof, v->prof);
 		r->pair_overlap[f][2] = profile_overlap(m->prof, v->prof);
+		r->pair_overlap_leaves[f][0] = profile_overlap(b->leaf, m->leaf);
+		r->pair_overlap_leaves[f][1] = profile_overlap(b->leaf, v->leaf);
+		r->pair_overlap_leaves[f][2] = profile_overlap(m->leaf, v->leaf);
 	}
 }
 

@@ -291,12 +291,20 @@ static void write_config(FILE *md, FILE *csv, const struct bench_report *rep,
 /* The readers' profiles against each other, the start-up and the depth sweep. */
 static void write_overlaps_startup_depth(FILE *md, const struct bench_report *rep)
 {
-	fprintf(md,
-		"\nPairwise overlap of the readers' profiles (all runs at a rate together):\n\n");
+	fprintf(md, "\nPairwise overlap of the readers' profiles (all runs at a rate together), "
+		    "whole stacks / leaves. Whole stacks compare like with like only where the "
+		    "readers know the same tasks: BPF's creation probe knows every task at birth, "
+		    "the other readers those of the last task snapshot (the `in a task chain` "
+		    "column), so they differ on a workload of short-lived tasks; the leaves "
+		    "compare the frames alone:\n\n");
 	fprintf(md, "| Hz | bpf-memcpy | bpf-vmreadv | memcpy-vmreadv |\n|---|---|---|---|\n");
-	for (int f = 0; f < BENCH_NFREQS; f++)
-		fprintf(md, "| %u | %.3f | %.3f | %.3f |\n", bench_freqs[f],
-			rep->pair_overlap[f][0], rep->pair_overlap[f][1], rep->pair_overlap[f][2]);
+	for (int f = 0; f < BENCH_NFREQS; f++) {
+		fprintf(md, "| %u |", bench_freqs[f]);
+		for (int k = 0; k < 3; k++)
+			fprintf(md, " %.3f / %.3f |", rep->pair_overlap[f][k],
+				rep->pair_overlap_leaves[f][k]);
+		fputc('\n', md);
+	}
 	fprintf(md,
 		"\nStart-up: the recorder's CPU before its first sample (`--stats`' "
 		"`profiler cpu ... s before`), %d starts in each mode on the workload, "

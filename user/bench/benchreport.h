@@ -57,8 +57,8 @@ struct bench_report {
 	struct bench_result tw[BENCH_NTW][BENCH_MAX_REPS]; /* thread work, each repetition */
 	struct bench_result chain[BENCH_CHAIN_READERS][BENCH_MAX_REPS]; /* the long chain */
 	/* the readers' profiles against each other at each rate: bpf-memcpy, bpf-vmreadv,
-	 * memcpy-vmreadv */
-	double pair_overlap[BENCH_NFREQS][3];
+	 * memcpy-vmreadv; whole stacks, and the leaf frames alone */
+	double pair_overlap[BENCH_NFREQS][3], pair_overlap_leaves[BENCH_NFREQS][3];
 	/* the depth sweep at 999 Hz: cost per sample (ns) of each reader at each depth */
 	double depth_cost[BENCH_NREADERS][BENCH_MAX_DEPTHS];
 	const int *depths;
